@@ -1,0 +1,22 @@
+// moegemm: kernel configurations. The planner picks one per shape (docs/heuristics.md); callers may override it
+// for experiments through GemmOptions::config.
+#pragma once
+
+#include <string>
+
+namespace moegemm {
+
+struct KernelConfig {
+  int block_m = 128;
+  int block_n = 128;
+  int block_k = 128;
+  int stages = 4;
+  int math_warpgroups = 2;   // consumer warpgroups (block_m / 64)
+  int cluster_m = 1;         // CTAs of a cluster along M: they share (multicast) the B tile
+  int cluster_n = 1;         // CTAs of a cluster along N: they share (multicast) the A tile
+  int num_sms = 0;           // persistent grid size
+  int smem_bytes = 0;        // dynamic shared memory the configuration needs
+  std::string to_string() const;
+};
+
+}  // namespace moegemm

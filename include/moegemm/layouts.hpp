@@ -1,0 +1,47 @@
+// moegemm: grouped (Mixture-of-Experts) layouts. Experts ("groups") share N and K; they differ in rows (M-grouped)
+// or in the reduction length (K-grouped). Routing tensors live on the device and are read there: no host sync.
+// docs/layouts.md has a worked example of each.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "moegemm/types.hpp"
+
+namespace moegemm {
+
+// Rows of every expert's segment in the contiguous layout start at a multiple of this.
+inline constexpr int kContiguousAlignment = 128;
+
+// M-grouped contiguous: the tokens of all experts concatenated in A [M_total, K] and D [M_total, N].
+struct ContiguousLayout {
+  enum class Form : int {
+    // index: int32 [M_total]; index[r] = expert of row r, or -1 for a padding row (D row written as zeros).
+    // Each expert's segment must start at a multiple of kContiguousAlignment. Values >= num_groups, or
+    // below -1, are treated as padding (never followed into memory).
+    kRowToGroup = 0,
+    // index: int32 [G]; index[g] = exclusive end row of expert g (a running sum). Expert g owns rows
+    // [align(index[g-1], kContiguousAlignment), index[g]) (0 for g = 0); gap rows belong to nobody and are
+    // not written. Ends are clamped to [start, M_total].
+    kGroupEnds = 1,
+  };
+  Form form = Form::kRowToGroup;
+  TensorView index;            // int32, contiguous, device
+  int expected_m_per_group = 0;  // heuristic hint only; 0 lets the planner use M_total / G
+};
+
+// M-grouped masked: one padded slab per expert, A [G, capacity, K], D [G, capacity, N]. Expert g's valid rows are
+// [0, valid_rows[g]), read on the device (values clamped to [0, capacity]); rows at or past the count are never
+// written, so D keeps whatever the caller put there.
+struct MaskedLayout {
+  TensorView valid_rows;  // int32 [G], contiguous, device
+  int expected_m = 0;     // heuristic hint: expected valid rows per expert (0: capacity)
+};
+
+// K-grouped (weight gradients): expert g reduces over its own K_g tokens.
+struct KGroupedLayout {
+  std::vector<std::int64_t> ks;  // per-expert K on the host (multiples of 128, zero allowed)
+  TensorView ks_device;          // optional int32 [G] device copy; when given, the kernel reads sizes from it
+};
+
+}  // namespace moegemm

@@ -1,0 +1,25 @@
+// GEMM families whose kernels are not built yet. Each entry point fails loudly with ErrorCode::kUnsupported,
+// naming the missing piece, rather than pretending to work. Files that implement a family remove it from here.
+#include "moegemm/error.hpp"
+#include "moegemm/gemm.hpp"
+
+namespace moegemm {
+
+[[noreturn]] static void not_built(const char* what) {
+  throw Error(ErrorCode::kUnsupported, std::string(what) + ": the SM90 kernel for this GEMM is not built yet");
+}
+
+void fp8_gemm_nt(const Fp8Operand&, const Fp8Operand&, const TensorView&, Stream, const GemmOptions&) {
+  not_built("fp8_gemm_nt");
+}
+void m_grouped_fp8_gemm_nt_contiguous(const Fp8Operand&, const Fp8Operand&, const TensorView&,
+                                      const ContiguousLayout&, Stream, const GemmOptions&) {
+  not_built("m_grouped_fp8_gemm_nt_contiguous");
+}
+void m_grouped_fp8_gemm_nt_masked(const Fp8Operand&, const Fp8Operand&, const TensorView&, const MaskedLayout&,
+                                  Stream, const GemmOptions&) {
+  not_built("m_grouped_fp8_gemm_nt_masked");
+}
+KernelConfig plan_fp8_gemm_nt(int, int, int, int, int) { not_built("plan_fp8_gemm_nt"); }
+
+}  // namespace moegemm
