@@ -44,6 +44,39 @@ void m_grouped_fp8_gemm_nt_contiguous(const Fp8Operand& a, const Fp8Operand& b, 
 void m_grouped_fp8_gemm_nt_masked(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d,
                                   const MaskedLayout& layout, Stream stream, const GemmOptions& options = {});
 
+// ---- FP8, recipe (1,1,128): A and B per row x 128 K ("1D1D", weight gradients), FP32 D = C + A @ B^T ----------
+
+// A [M,K], B [N,K] K-major (K a multiple of 128); sfa FP32 [M, K/128] and sfb FP32 [N, K/128], both MN-major with
+// strides (1, tma_aligned(M|N)). C FP32 [M,N] (may alias D); nullptr means D += A @ B^T (D is read).
+void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c,
+                      Stream stream, const GemmOptions& options = {});
+
+// D[g] = C[g] + A_g @ B_g^T for each expert g with K_g tokens (the anchor's k_grouped_fp8_gemm_nt_contiguous form):
+// a.data and b.data are 1-D FP8 buffers holding, per expert in order, a K-major [M, K_g] (resp. [N, K_g]) block;
+// sfa FP32 [M, sum K_g / 128] and sfb FP32 [N, sum K_g / 128] MN-major; C, D FP32 [G, M, N] (C may alias D).
+void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c,
+                           const KGroupedLayout& layout, Stream stream, const GemmOptions& options = {});
+
+// ---- BF16: FP32 accumulation, no scales ---------------------------------------------------------------------------
+
+// D[M,N] = C + A @ B^T, with A [M,K] and B [N,K] each K-major (stride[1] == 1) or MN-major (stride[0] == 1): the NT,
+// NN, TN and TT forms are views of the same call. D BF16 or FP32; C (optional, nullptr) of D's dtype, may alias D.
+void bf16_gemm(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c, Stream stream,
+               const GemmOptions& options = {});
+
+// A [M_total, K] K-major, B [G, N, K] K-major or MN-major, D BF16 [M_total, N].
+void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, const TensorView& d,
+                                    const ContiguousLayout& layout, Stream stream, const GemmOptions& options = {});
+
+// A [G, cap, K], B [G, N, K] K-major or MN-major, D BF16 [G, cap, N].
+void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const TensorView& d,
+                                const MaskedLayout& layout, Stream stream, const GemmOptions& options = {});
+
+// D[g] = C[g] + A_g^T @ B_g with A [sum K_g, M] and B [sum K_g, N] (MN-major, rows of expert g contiguous);
+// C, D FP32 [G, M, N] (C may alias D); K_g multiples of 128, zero allowed (D[g] = C[g]).
+void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
+                            const KGroupedLayout& layout, Stream stream, const GemmOptions& options = {});
+
 // What the planner picks for a dense FP8 shape (for printing and tests; launches nothing).
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0);
 
