@@ -9,17 +9,6 @@ namespace moegemm {
   throw Error(ErrorCode::kUnsupported, std::string(what) + ": the SM90 kernel for this GEMM is not built yet");
 }
 
-void fp8_gemm_nt(const Fp8Operand&, const Fp8Operand&, const TensorView&, Stream, const GemmOptions&) {
-  not_built("fp8_gemm_nt");
-}
-void m_grouped_fp8_gemm_nt_contiguous(const Fp8Operand&, const Fp8Operand&, const TensorView&,
-                                      const ContiguousLayout&, Stream, const GemmOptions&) {
-  not_built("m_grouped_fp8_gemm_nt_contiguous");
-}
-void m_grouped_fp8_gemm_nt_masked(const Fp8Operand&, const Fp8Operand&, const TensorView&, const MaskedLayout&,
-                                  Stream, const GemmOptions&) {
-  not_built("m_grouped_fp8_gemm_nt_masked");
-}
 void fp8_gemm_nt_1d1d(const Fp8Operand&, const Fp8Operand&, const TensorView&, const TensorView*, Stream,
                       const GemmOptions&) {
   not_built("fp8_gemm_nt_1d1d");
@@ -43,6 +32,5 @@ void k_grouped_bf16_gemm_tn(const TensorView&, const TensorView&, const TensorVi
                             const KGroupedLayout&, Stream, const GemmOptions&) {
   not_built("k_grouped_bf16_gemm_tn");
 }
-KernelConfig plan_fp8_gemm_nt(int, int, int, int, int) { not_built("plan_fp8_gemm_nt"); }
 
 }  // namespace moegemm

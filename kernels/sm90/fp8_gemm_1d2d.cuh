@@ -1,0 +1,203 @@
+// SM90 FP8 GEMM with recipe (1,128,128): A scaled per row x 128 K, B per 128x128 block, BF16 D.
+// One kernel for the dense, m-grouped contiguous (both forms) and m-grouped masked layouts.
+//
+// Structure (persistent, warp-specialised):
+//   warpgroup kMathWGs (the last 128 threads): one thread issues TMA loads of A, B and A's scales into a ring of
+//     kStages shared-memory stages, each guarded by a "full" and an "empty" mbarrier;
+//   warpgroups 0..kMathWGs-1: each owns 64 rows of the block_m-row tile. Per 128-wide K block it issues four
+//     m64nNk32 WGMMAs into a fresh FP32 accumulator, waits, frees the stage, and promotes:
+//     result += accumulator * scale_a[row] * scale_b[block]. The epilogue stages BF16 rows in shared memory and
+//     stores them with 16-byte coalesced writes, row by row, only where the scheduler's row_action says so:
+//     no store ever reaches a row outside the tile's group, whatever the capacity or the routing values.
+// Tile order comes from the one scheduler (common/scheduler.cuh), run identically by producer and consumers.
+#pragma once
+
+#include "common/platform.cuh"
+#include "common/scheduler.cuh"
+#include "sm90/fp8_gemm_1d2d_params.cuh"
+#include "sm90/ptx.cuh"
+#include "sm90/wgmma_ops.cuh"
+
+namespace moegemm::kernels::sm90 {
+
+// Per-stage ring position, identical in producer and consumers.
+struct PipelineCursor {
+  int stage = 0;
+  u32 phase = 0;
+  template <int kStages>
+  MOEGEMM_DEVICE void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+template <int kBlockM, int kBlockN, int kStages, int kKind>
+__global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
+    fp8_gemm_1d2d_kernel(const __grid_constant__ Fp8Gemm1d2dParams params) {
+  static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
+  static_assert(fp8_1d2d_block_n_supported(kBlockN),
+                "block_n must be a multiple of 16 in [16, 192] whose tiles touch at most two 128-column scale blocks");
+  constexpr Fp8Gemm1d2dSmemLayout kSmem = fp8_1d2d_smem_layout(kBlockM, kBlockN, kStages);
+  constexpr int kMathWGs = kBlockM / 64;
+  constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
+  constexpr bool kMasked = kLayout == GroupedKind::kMasked;
+
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+  u64* full_bar = reinterpret_cast<u64*>(smem + kSmem.barrier_offset);
+  u64* empty_bar = full_bar + kStages;
+
+  const SchedulerProblem& prob = params.problem;
+  const int num_kb = ceil_div(prob.k, kFp8BlockK);
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  const u32 lane = lane_index();
+
+  if (threadIdx.x == kMathWGs * 128) {
+    tma_prefetch_descriptor(&params.tma_a);
+    tma_prefetch_descriptor(&params.tma_b);
+    tma_prefetch_descriptor(&params.tma_sfa);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full_bar[s], 1);
+      mbarrier_init(&empty_bar[s], kMathWGs * 4);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  // With programmatic dependent launch, everything above overlapped the previous kernel; inputs are read below.
+  grid_dependency_wait();
+
+  if (warpgroup == kMathWGs) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<40>();
+    if (threadIdx.x != kMathWGs * 128) return;
+    PipelineCursor cur;
+    TileIterator tiles(prob, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+    TileWork w;
+    while (tiles.next(w)) {
+      for (int g = w.group, first = 1;; first = 0) {
+        if (g >= 0) {
+          const int b_row = w.n_begin;  // row inside expert g's [N, K] slab (the 3-D descriptor adds g)
+          for (int kb = 0; kb < num_kb; ++kb) {
+            mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
+            u64* bar = &full_bar[cur.stage];
+            mbarrier_arrive_expect_tx(bar, kSmem.tx_bytes);
+            unsigned char* a_dst = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes;
+            unsigned char* b_dst = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
+            unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;
+            if constexpr (kMasked) {
+              const int row_in_group = w.a_row - g * prob.rows;
+              tma_load_3d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, row_in_group, g);
+              tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
+            } else {
+              tma_load_2d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, w.a_row);
+              tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
+            }
+            tma_load_3d(b_dst, &params.tma_b, bar, kb * kFp8BlockK, b_row, g);
+            cur.advance<kStages>();
+          }
+        }
+        (void)first;
+        g = next_pass_group(prob, w, g);
+        if (g < 0) break;
+      }
+    }
+    return;
+  }
+
+  // ------------------------------------------------------------------ consumers
+  setmaxnreg_inc<kMathWGs == 1 ? 240 : 232>();
+  const u32 warp_in_wg = (threadIdx.x / 32) % 4;
+  const u32 tid_in_wg = threadIdx.x % 128;
+  const int row_lo = static_cast<int>(warp_in_wg * 16 + lane / 4);  // accumulator rows of this thread: row_lo, +8
+  unsigned char* d_stage = smem + kSmem.d_offset + warpgroup * kSmem.d_bytes_per_wg;
+  const u32 d_stage_addr = smem_addr(d_stage);
+  constexpr int kAcc = kBlockN / 2;
+
+  PipelineCursor cur;
+  TileIterator tiles(prob, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+  TileWork w;
+  float acc[kAcc];
+  float result[kAcc];
+  while (tiles.next(w)) {
+    for (int g = w.group, first = 1;; first = 0) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
+      if (g >= 0) {
+        // A tile touches one or two 128-column scale blocks of B: columns below `split` (tile-relative) use the
+        // first, the rest the second. Fixed per tile, so the choice per 8-column accumulator group is a select.
+        const int n_scale_block = w.n_begin / 128;
+        const int split = 128 - (w.n_begin - n_scale_block * 128);
+        const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
+        const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
+        for (int kb = 0; kb < num_kb; ++kb) {
+          const float scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
+          const float scale_b1 = two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride)
+                                            : scale_b0;
+          mbarrier_wait(&full_bar[cur.stage], cur.phase);
+          const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
+          const float sa_lo = sfa[warpgroup * 64 + row_lo];
+          const float sa_hi = sfa[warpgroup * 64 + row_lo + 8];
+          const unsigned char* a_tile = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kFp8BlockK;
+          const unsigned char* b_tile = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
+          const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
+          const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
+          fence_registers(acc);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < kFp8BlockK / 32; ++kk) {
+            // 32 FP8 elements = 32 bytes along K inside the swizzled row: +2 in the descriptor's address field.
+            wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
+          }
+          wgmma_commit();
+          fence_registers(acc);
+          wgmma_wait<0>();
+          fence_registers(acc);
+          if (lane == 0) mbarrier_arrive(&empty_bar[cur.stage]);
+          cur.advance<kStages>();
+          const float s_lo0 = sa_lo * scale_b0, s_hi0 = sa_hi * scale_b0;
+          const float s_lo1 = sa_lo * scale_b1, s_hi1 = sa_hi * scale_b1;
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) {
+            const bool first_block = (i >> 2) * 8 < split;
+            const bool hi = (i >> 1) & 1;
+            const float s = first_block ? (hi ? s_hi0 : s_lo0) : (hi ? s_hi1 : s_lo1);
+            result[i] += acc[i] * s;
+          }
+        }
+      }
+
+      // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
+      named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
+#pragma unroll
+      for (int i = 0; i < kAcc; i += 2) {
+        const int row = row_lo + ((i >> 1) & 1) * 8;
+        const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
+        store_shared_u32(d_stage_addr + row * kSmem.stage_pitch + col * 2, pack_bf16x2(result[i], result[i + 1]));
+      }
+      named_barrier_sync(1 + warpgroup, 128);
+      constexpr int kChunksPerRow = kBlockN / 8;  // 16-byte chunks of 8 bf16
+      const int group_of_rows = kMasked ? w.group : 0;
+      unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
+      const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
+      for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
+        const int r = c / kChunksPerRow;
+        const int col = w.n_begin + (c % kChunksPerRow) * 8;
+        const int row = w.row_begin + warpgroup * 64 + r;
+        if (col >= prob.n) continue;
+        const RowAction action = row_action(prob, w, g, first != 0, row);
+        if (action == RowAction::kSkip) continue;
+        u32 v0 = 0, v1 = 0, v2 = 0, v3 = 0;
+        if (action == RowAction::kStoreAccumulator) {
+          load_shared_v4(d_stage_addr + r * kSmem.stage_pitch + (c % kChunksPerRow) * 16, v0, v1, v2, v3);
+        }
+        store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
+      }
+      g = next_pass_group(prob, w, g);
+      if (g < 0) break;
+    }
+  }
+}
+
+}  // namespace moegemm::kernels::sm90

@@ -1,0 +1,161 @@
+// SM90 architecture primitives as inline PTX: shared-memory addressing, mbarriers, TMA (bulk tensor copies),
+// WGMMA fences and shared-memory matrix descriptors, named barriers, register reallocation.
+// Algorithms (pipelines, scheduling, scaling, epilogues) live elsewhere; this file only wraps instructions.
+#pragma once
+
+#include "common/platform.cuh"
+#include "sm90/tma_descriptor.cuh"
+
+namespace moegemm::kernels::sm90 {
+
+using u32 = unsigned int;
+using u64 = unsigned long long;
+
+MOEGEMM_DEVICE u32 smem_addr(const void* p) {
+  u32 r;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+MOEGEMM_DEVICE u32 thread_index() { return threadIdx.x; }
+
+MOEGEMM_DEVICE u32 lane_index() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(r));
+  return r;
+}
+
+// ---- mbarrier ---------------------------------------------------------------------------------------------------
+MOEGEMM_DEVICE void mbarrier_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+// Makes barrier initialisation visible to the async proxy (TMA) and to other threads.
+MOEGEMM_DEVICE void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+MOEGEMM_DEVICE void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+MOEGEMM_DEVICE void mbarrier_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+MOEGEMM_DEVICE void mbarrier_wait(u64* bar, u32 parity) {
+  const u32 addr = smem_addr(bar);
+  u32 done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// ---- TMA ----------------------------------------------------------------------------------------------------------
+MOEGEMM_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(desc)) : "memory");
+}
+
+MOEGEMM_DEVICE void tma_load_2d(void* dst, const TmaDescriptor* desc, u64* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+MOEGEMM_DEVICE void tma_load_3d(void* dst, const TmaDescriptor* desc, u64* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::
+          "r"(smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// ---- Fences and barriers ------------------------------------------------------------------------------------------
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA, WGMMA) accesses.
+MOEGEMM_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Barrier `id` (1..15; 0 is __syncthreads) over `count` threads (a multiple of 32).
+MOEGEMM_DEVICE void named_barrier_sync(u32 id, u32 count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+template <u32 kRegs>
+MOEGEMM_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+template <u32 kRegs>
+MOEGEMM_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+// Programmatic dependent launch: wait until the preceding kernel's memory is visible (no-op without PDL).
+MOEGEMM_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+MOEGEMM_DEVICE void grid_dependency_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+
+// ---- WGMMA --------------------------------------------------------------------------------------------------------
+MOEGEMM_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+MOEGEMM_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int kPending>
+MOEGEMM_DEVICE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+
+// Keeps the compiler from moving accesses to accumulator registers across WGMMA issue/wait points.
+template <int kCount>
+MOEGEMM_DEVICE void fence_registers(float (&r)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// Shared-memory matrix descriptor for a K-major tile written by TMA with 128-byte swizzling: rows of 128 bytes,
+// 8-row (1024-byte) swizzle atoms stacked along M/N (stride byte offset 1024). The leading byte offset is unused
+// for swizzled K-major layouts. Advancing K inside the 128-byte row is a plain start-address offset.
+MOEGEMM_DEVICE u64 make_smem_desc_kmajor_sw128(const void* tile) {
+  const u64 addr = smem_addr(tile);
+  u64 desc = 0;
+  desc |= (addr & 0x3FFFFull) >> 4;       // bits 0-13: start address >> 4
+  desc |= (u64)(16 >> 4) << 16;           // bits 16-29: leading byte offset >> 4 (ignored here)
+  desc |= (u64)(1024 >> 4) << 32;         // bits 32-45: stride byte offset >> 4
+  desc |= (u64)1 << 62;                   // bits 62-63: swizzle mode 1 = 128-byte
+  return desc;
+}
+
+// ---- Conversions --------------------------------------------------------------------------------------------------
+// Two floats to packed bf16x2 (round to nearest even); `lo` lands in the low half (the lower address).
+MOEGEMM_DEVICE u32 pack_bf16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+MOEGEMM_DEVICE void store_global_v4(void* p, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+
+MOEGEMM_DEVICE void store_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+MOEGEMM_DEVICE void load_shared_v4(u32 addr, u32& a, u32& b, u32& c, u32& d) {
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
+}
+
+MOEGEMM_DEVICE float load_global_nc_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+MOEGEMM_DEVICE int load_global_s32(const int* p) {
+  int v;
+  asm volatile("ld.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+}  // namespace moegemm::kernels::sm90

@@ -1,0 +1,126 @@
+// FP8 1D2D entry points: validate -> plan -> launch. No logic beyond wiring lives here.
+#include <algorithm>
+
+#include "launch/fp8_1d2d_launch.hpp"
+#include "moegemm/device.hpp"
+#include "moegemm/error.hpp"
+#include "moegemm/gemm.hpp"
+#include "plan/fp8_1d2d_plan.hpp"
+#include "validate/validate.hpp"
+
+namespace moegemm {
+namespace {
+
+// The SM budget of one call: the caller's cap, else the process-wide one, else every SM of the device.
+int resolve_num_sms(int requested) {
+  const DeviceInfo info = device_info();
+  if (!info.available) throw Error(ErrorCode::kNoDevice, info.reason);
+  if (info.major != 9) {
+    throw Error(ErrorCode::kUnsupported,
+                "moegemm's kernels need an SM90 (Hopper) GPU, found compute capability " + std::to_string(info.major) +
+                    "." + std::to_string(info.minor) + " (" + info.name + ")");
+  }
+  int sms = requested > 0 ? requested : get_num_sms();
+  if (sms <= 0) sms = info.sm_count;
+  if (sms > info.sm_count) {
+    throw Error(ErrorCode::kInvalidArgument, "options.max_sms: must be at most the device's " +
+                                                 std::to_string(info.sm_count) + " SMs, got " + std::to_string(sms));
+  }
+  return sms;
+}
+
+bool resolve_pdl(int requested) { return requested < 0 ? get_pdl() : requested != 0; }
+
+launch::Fp8GemmLaunch to_launch(const validate::GemmProblem& p) {
+  launch::Fp8GemmLaunch l;
+  switch (p.layout) {
+    case validate::Layout::kDense: l.layout = launch::Fp8Layout::kDense; break;
+    case validate::Layout::kContiguousRowToGroup: l.layout = launch::Fp8Layout::kContiguousRowToGroup; break;
+    case validate::Layout::kContiguousGroupEnds: l.layout = launch::Fp8Layout::kContiguousGroupEnds; break;
+    case validate::Layout::kMasked: l.layout = launch::Fp8Layout::kMasked; break;
+    case validate::Layout::kKGrouped:
+      throw Error(ErrorCode::kInternal, "the 1D2D kernel has no k-grouped layout");
+  }
+  l.rows = p.m;
+  l.n = p.n;
+  l.k = p.k;
+  l.num_groups = p.num_groups;
+  l.a = p.a.ptr;
+  l.lda = p.a.ld;
+  l.a_group_stride = p.a.group_stride;
+  l.b = p.b.ptr;
+  l.ldb = p.b.ld;
+  l.b_group_stride = p.b.group_stride;
+  l.sfa = p.sfa.ptr;
+  l.sfa_mn_stride = p.sfa.k_stride;  // MN-major: consecutive k-blocks are tma_aligned(rows) apart
+  l.sfb = p.sfb.ptr;
+  l.sfb_group_stride = p.sfb.group_stride;
+  l.sfb_n_stride = p.sfb.mn_stride;
+  l.sfb_k_stride = p.sfb.k_stride;
+  l.d = const_cast<void*>(p.d.ptr);
+  l.ldd = p.d.ld;
+  l.d_group_stride = p.d.group_stride;
+  l.routing = p.routing;
+  return l;
+}
+
+plan::Fp8ShapeHint shape_hint(const validate::GemmProblem& p) {
+  plan::Fp8ShapeHint h;
+  h.n = p.n;
+  h.k = p.k;
+  if (p.layout == validate::Layout::kDense) {
+    h.m_per_group = p.m;
+    h.num_groups = 1;
+  } else {
+    h.m_per_group = std::max(1, p.expected_m);
+    h.num_groups = p.num_groups;
+  }
+  return h;
+}
+
+void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
+  if (p.empty) return;
+  const int sms = resolve_num_sms(p.max_sms);
+  KernelConfig config;
+  if (p.config != nullptr) {
+    config = *p.config;
+    plan::check_fp8_1d2d_config(config);
+    config.math_warpgroups = config.block_m / 64;
+    config.num_sms = sms;
+    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config);
+  } else {
+    config = plan::choose_fp8_1d2d_config(shape_hint(p), sms);
+  }
+  launch::launch_fp8_1d2d(to_launch(p), config, resolve_pdl(p.pdl), stream);
+}
+
+}  // namespace
+
+void fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, Stream stream,
+                 const GemmOptions& options) {
+  run_fp8_1d2d(validate::check_fp8_gemm_nt(a, b, d, options), stream);
+}
+
+void m_grouped_fp8_gemm_nt_contiguous(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d,
+                                      const ContiguousLayout& layout, Stream stream, const GemmOptions& options) {
+  run_fp8_1d2d(validate::check_m_grouped_fp8_gemm_nt_contiguous(a, b, d, layout, options), stream);
+}
+
+void m_grouped_fp8_gemm_nt_masked(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d,
+                                  const MaskedLayout& layout, Stream stream, const GemmOptions& options) {
+  run_fp8_1d2d(validate::check_m_grouped_fp8_gemm_nt_masked(a, b, d, layout, options), stream);
+}
+
+KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
+  plan::Fp8ShapeHint h;
+  h.n = n;
+  h.k = k;
+  h.num_groups = std::max(1, num_groups);
+  h.m_per_group = num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : m / h.num_groups) : m;
+  const DeviceInfo info = device_info();
+  int sms = get_num_sms();
+  if (sms <= 0) sms = info.available ? info.sm_count : 132;
+  return plan::choose_fp8_1d2d_config(h, sms);
+}
+
+}  // namespace moegemm

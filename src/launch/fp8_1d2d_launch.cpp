@@ -1,0 +1,120 @@
+#include "launch/fp8_1d2d_launch.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "common/scheduler.cuh"
+#include "launch/tma.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/launch.hpp"
+#include "sm90/fp8_gemm_1d2d_params.cuh"
+
+namespace moegemm::launch {
+namespace {
+
+using kernels::GroupedKind;
+using kernels::SchedulerProblem;
+using kernels::sm90::Fp8Gemm1d2dParams;
+using kernels::sm90::kFp8BlockK;
+
+std::string kernel_key(const KernelConfig& c, Fp8Layout layout) {
+  return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
+         std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout));
+}
+
+jit::KernelSpec kernel_spec(const KernelConfig& c, Fp8Layout layout) {
+  jit::KernelSpec spec;
+  spec.name = kernel_key(c, layout);
+  spec.name_expression = "moegemm::kernels::sm90::fp8_gemm_1d2d_kernel<" + std::to_string(c.block_m) + ", " +
+                         std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
+                         std::to_string(static_cast<int>(layout)) + ">";
+  spec.source = "#include \"sm90/fp8_gemm_1d2d.cuh\"\n";
+  return spec;
+}
+
+}  // namespace
+
+void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
+  const bool masked = a.layout == Fp8Layout::kMasked;
+  const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
+
+  Fp8Gemm1d2dParams p{};
+  SchedulerProblem& prob = p.problem;
+  prob.kind = static_cast<GroupedKind>(a.layout);
+  prob.num_groups = a.num_groups;
+  prob.rows = a.rows;
+  prob.n = a.n;
+  prob.k = a.k;
+  prob.block_m = c.block_m;
+  prob.block_n = c.block_n;
+  const int m_blocks = std::max(1, (a.rows + c.block_m - 1) / c.block_m);
+  const int n_blocks = (a.n + c.block_n - 1) / c.block_n;
+  prob.band = kernels::pick_raster_band(m_blocks, n_blocks, c.block_m, c.block_n, c.num_sms);
+  prob.routing = a.routing;
+
+  p.sfb = a.sfb;
+  p.sfb_group_stride = a.sfb_group_stride;
+  p.sfb_n_stride = a.sfb_n_stride;
+  p.sfb_k_stride = a.sfb_k_stride;
+  p.d = static_cast<unsigned short*>(a.d);
+  p.ldd = a.ldd;
+  p.d_group_stride = masked ? a.d_group_stride : 0;
+  p.d_rows_per_group = masked ? a.rows : 0;
+
+  TmaSpec ta;
+  ta.what = "a.data";
+  ta.base = a.a;
+  ta.element = TmaElement::kUint8;
+  ta.swizzle_128b = true;
+  if (masked) {
+    ta.rank = 3;
+    ta.dims[0] = a.k, ta.dims[1] = a.rows, ta.dims[2] = a.num_groups;
+    ta.strides_bytes[0] = a.lda, ta.strides_bytes[1] = a.a_group_stride;
+  } else {
+    ta.rank = 2;
+    ta.dims[0] = a.k, ta.dims[1] = a.rows;
+    ta.strides_bytes[0] = a.lda;
+  }
+  ta.box[0] = kFp8BlockK, ta.box[1] = c.block_m, ta.box[2] = 1;
+  p.tma_a = make_tma_descriptor(ta);
+
+  TmaSpec tb;
+  tb.what = "b.data";
+  tb.base = a.b;
+  tb.element = TmaElement::kUint8;
+  tb.swizzle_128b = true;
+  tb.rank = 3;
+  tb.dims[0] = a.k, tb.dims[1] = a.n, tb.dims[2] = a.num_groups;
+  tb.strides_bytes[0] = a.ldb;
+  tb.strides_bytes[1] = a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n;
+  tb.box[0] = kFp8BlockK, tb.box[1] = c.block_n, tb.box[2] = 1;
+  p.tma_b = make_tma_descriptor(tb);
+
+  TmaSpec ts;
+  ts.what = "a.scales";
+  ts.base = a.sfa;
+  ts.element = TmaElement::kFloat32;
+  ts.rank = 2;
+  ts.dims[0] = a.sfa_mn_stride;
+  ts.dims[1] = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
+  ts.strides_bytes[0] = a.sfa_mn_stride * 4;
+  ts.box[0] = c.block_m, ts.box[1] = 1;
+  p.tma_sfa = make_tma_descriptor(ts);
+
+  const long long items = kernels::max_work_items(prob);
+  if (items == 0) return;
+  const unsigned grid = static_cast<unsigned>(std::min<long long>(c.num_sms, items));
+
+  const jit::Kernel& kernel = jit::get_kernel(kernel_key(c, a.layout), [&] { return kernel_spec(c, a.layout); },
+                                              stream);
+  jit::LaunchConfig lc{};
+  lc.grid[0] = grid, lc.grid[1] = 1, lc.grid[2] = 1;
+  lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
+  lc.cluster[0] = lc.cluster[1] = lc.cluster[2] = 1;
+  lc.shared_bytes = static_cast<unsigned>(c.smem_bytes);
+  lc.pdl = pdl;
+  void* args[] = {&p};
+  jit::launch(kernel, lc, args, stream);
+}
+
+}  // namespace moegemm::launch

@@ -1,0 +1,39 @@
+// Launching the SM90 FP8 1D2D kernel: kernel source and cache key for a configuration, TMA descriptors for the
+// operands, the persistent grid, and the launch on the caller's stream.
+#pragma once
+
+#include <cstdint>
+
+#include "moegemm/config.hpp"
+#include "moegemm/types.hpp"
+
+namespace moegemm::launch {
+
+enum class Fp8Layout : int {  // values match kernels::GroupedKind
+  kDense = 0,
+  kContiguousRowToGroup = 1,
+  kContiguousGroupEnds = 2,
+  kMasked = 3,
+};
+
+// Everything the kernel needs, already validated. Strides in elements.
+struct Fp8GemmLaunch {
+  Fp8Layout layout = Fp8Layout::kDense;
+  int rows = 0;  // dense M, contiguous M_total, masked capacity
+  int n = 0, k = 0, num_groups = 1;
+  const void* a = nullptr;
+  std::int64_t lda = 0, a_group_stride = 0;  // a_group_stride: masked only
+  const void* b = nullptr;
+  std::int64_t ldb = 0, b_group_stride = 0;
+  const float* sfa = nullptr;
+  std::int64_t sfa_mn_stride = 0;  // tma_aligned(rows): elements between k-blocks
+  const float* sfb = nullptr;
+  std::int64_t sfb_group_stride = 0, sfb_n_stride = 0, sfb_k_stride = 0;
+  void* d = nullptr;
+  std::int64_t ldd = 0, d_group_stride = 0;
+  const int* routing = nullptr;
+};
+
+void launch_fp8_1d2d(const Fp8GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
+
+}  // namespace moegemm::launch

@@ -1,0 +1,15 @@
+#include <sstream>
+
+#include "moegemm/config.hpp"
+
+namespace moegemm {
+
+std::string KernelConfig::to_string() const {
+  std::ostringstream os;
+  os << "block " << block_m << "x" << block_n << "x" << block_k << ", " << stages << " stages, " << math_warpgroups
+     << " math warpgroups, cluster " << cluster_m << "x" << cluster_n << ", " << num_sms << " SMs, " << smem_bytes
+     << " B shared";
+  return os.str();
+}
+
+}  // namespace moegemm

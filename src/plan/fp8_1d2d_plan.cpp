@@ -1,0 +1,102 @@
+#include "plan/fp8_1d2d_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "moegemm/error.hpp"
+#include "sm90/fp8_gemm_1d2d_params.cuh"
+
+namespace moegemm::plan {
+namespace {
+
+// Rates of one H200 SM, as leads for the model (docs/heuristics.md): FP8 dense peak 1979 TFLOP/s over 132 SMs,
+// L2-to-SM operand bandwidth about 100 GB/s per SM, HBM about 4 TB/s for the whole chip.
+constexpr double kFlopsPerSm = 1979e12 / 132;
+constexpr double kL2BytesPerSm = 100e9;
+constexpr double kHbmBytes = 4.0e12;
+// Fixed cost of a tile on an SM (pipeline fill, epilogue), which makes extra waves cost something.
+constexpr double kTileOverheadUs = 0.8;
+constexpr int kStageCap = 16;
+
+constexpr int kBlockMs[] = {64, 128};
+constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
+
+}  // namespace
+
+int fp8_1d2d_max_stages(int block_m, int block_n) {
+  int stages = 1;
+  while (stages < kStageCap &&
+         kernels::sm90::fp8_1d2d_smem_layout(block_m, block_n, stages + 1).launch_bytes <= kMaxSmemBytes) {
+    ++stages;
+  }
+  return stages;
+}
+
+int fp8_1d2d_smem_bytes(const KernelConfig& c) {
+  return kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes;
+}
+
+double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int num_sms) {
+  const long long m_blocks = std::max<long long>(1, (h.m_per_group + block_m - 1) / block_m);
+  const long long n_blocks = (h.n + block_n - 1) / block_n;
+  const long long tiles = m_blocks * n_blocks * h.num_groups;
+  const long long waves = (tiles + num_sms - 1) / num_sms;
+  // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows.
+  const double mma_us = 2.0 * block_m * block_n * h.k / kFlopsPerSm * 1e6;
+  const double real_rows = static_cast<double>(std::min<long long>(block_m, h.m_per_group));
+  const double load_us = (real_rows + block_n) * h.k / kL2BytesPerSm * 1e6;
+  const double per_tile_us = std::max(mma_us, load_us) + kTileOverheadUs;
+  const double hbm_bytes = static_cast<double>(h.num_groups) * (h.m_per_group * h.k + 1.0 * h.n * h.k +
+                                                                2.0 * h.m_per_group * h.n);
+  return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
+}
+
+KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms) {
+  KernelConfig best;
+  double best_us = 0;
+  double best_tile_us = 0;
+  bool have = false;
+  for (int bm : kBlockMs) {
+    for (int bn : kBlockNs) {
+      const double us = fp8_1d2d_modelled_us(hint, bm, bn, num_sms);
+      // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile: more CTAs pull bytes at once.
+      const double tile_us = static_cast<double>(bm) * bn;
+      if (!have || us < best_us * 0.999 || (us <= best_us * 1.001 && tile_us < best_tile_us)) {
+        have = true;
+        best_us = us;
+        best_tile_us = tile_us;
+        best.block_m = bm;
+        best.block_n = bn;
+      }
+    }
+  }
+  best.block_k = kernels::sm90::kFp8BlockK;
+  best.math_warpgroups = best.block_m / 64;
+  best.stages = fp8_1d2d_max_stages(best.block_m, best.block_n);
+  best.cluster_m = best.cluster_n = 1;
+  best.num_sms = num_sms;
+  best.smem_bytes = kernels::sm90::fp8_1d2d_smem_layout(best.block_m, best.block_n, best.stages).launch_bytes;
+  return best;
+}
+
+void check_fp8_1d2d_config(const KernelConfig& c) {
+  auto fail = [](const std::string& rule, const KernelConfig& cfg) {
+    throw Error(ErrorCode::kInvalidArgument, "options.config: " + rule + ", got " + cfg.to_string());
+  };
+  if (c.block_m != 64 && c.block_m != 128) fail("block_m must be 64 or 128", c);
+  if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
+    fail("block_n must be a multiple of 16 in [16, 192] with block_n - gcd(block_n, 128) <= 128 (a tile may touch at "
+         "most two 128-column scale blocks)",
+         c);
+  }
+  if (c.block_k != kernels::sm90::kFp8BlockK) fail("block_k must be 128 for FP8", c);
+  if (c.stages < 2) fail("stages must be at least 2", c);
+  if (c.cluster_m != 1 || c.cluster_n != 1) fail("clusters (multicast) are not implemented yet: use 1x1", c);
+  if (kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes > kMaxSmemBytes) {
+    fail("the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)",
+         c);
+  }
+}
+
+}  // namespace moegemm::plan

@@ -1,0 +1,36 @@
+// Configuration choice for the SM90 FP8 1D2D kernel: tile shape and pipeline depth from a small cost model
+// (docs/heuristics.md), or a caller's override checked against what the kernel supports.
+#pragma once
+
+#include <string>
+
+#include "moegemm/config.hpp"
+
+namespace moegemm::plan {
+
+// What the planner knows of a problem. For grouped layouts the per-group rows are a hint (expected_m), since the
+// real counts live on the device.
+struct Fp8ShapeHint {
+  long long m_per_group = 0;  // rows each group computes (dense: M)
+  int n = 0, k = 0;
+  int num_groups = 1;
+};
+
+// Shared memory an SM90 CTA may use (the H100/H200 opt-in limit, 227 KiB).
+inline constexpr int kMaxSmemBytes = 232448;
+
+KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms);
+
+// Throws Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
+void check_fp8_1d2d_config(const KernelConfig& config);
+
+// Dynamic shared memory a configuration launches with.
+int fp8_1d2d_smem_bytes(const KernelConfig& config);
+
+// The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
+int fp8_1d2d_max_stages(int block_m, int block_n);
+
+// Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
+double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int num_sms);
+
+}  // namespace moegemm::plan

@@ -1,0 +1,69 @@
+// Helpers for the device tests: skip with a reason where there is no GPU, owned device buffers, checked CUDA calls.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "moegemm/device.hpp"
+
+namespace moegemm::testing {
+
+// Empty when a usable SM90 device is present, otherwise why not.
+std::string gpu_unavailable_reason();
+
+#define MOEGEMM_REQUIRE_GPU()                                                     \
+  do {                                                                            \
+    const std::string why_ = ::moegemm::testing::gpu_unavailable_reason();        \
+    if (!why_.empty()) GTEST_SKIP() << "no CUDA device: " << why_;                \
+  } while (0)
+
+#define MOEGEMM_CUDA_CHECK(expr)                                                                       \
+  do {                                                                                                 \
+    const cudaError_t err_ = (expr);                                                                   \
+    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorName(err_) << " " << cudaGetErrorString(err_); \
+  } while (0)
+
+// A device allocation with a guard zone after it (filled with a pattern), so tests can prove no write landed
+// past the end of an output.
+class DeviceBuffer {
+ public:
+  static constexpr std::size_t kGuardBytes = 4096;
+  static constexpr unsigned char kGuardByte = 0xA5;
+
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+  void upload(const void* host, std::size_t bytes);
+  void download(void* host, std::size_t bytes) const;
+  template <typename T>
+  void upload(const std::vector<T>& v) { upload(v.data(), v.size() * sizeof(T)); }
+  template <typename T>
+  std::vector<T> download_as(std::size_t count) const {
+    std::vector<T> v(count);
+    download(v.data(), count * sizeof(T));
+    return v;
+  }
+  void fill_bytes(unsigned char value);  // the whole buffer (not the guard)
+  bool guard_intact() const;             // the guard zone still holds kGuardByte everywhere
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace moegemm::testing

@@ -1,0 +1,356 @@
+// Device tests of the FP8 1D2D GEMMs (dense, contiguous, masked) against the CPU oracle. Skipped, with the
+// reason, where no SM90 device is present; run fully on the H200.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/gpu_support.hpp"
+#include "moegemm/moegemm.hpp"
+#include "moegemm/reference.hpp"
+
+namespace moegemm {
+namespace {
+
+using testing::DeviceBuffer;
+namespace ref = reference;
+
+constexpr std::uint16_t kPoison = 0xFFFF;  // a bf16 NaN: any element left unwritten stays NaN
+
+std::vector<float> random_matrix(std::size_t count, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(count);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Quantised A ([groups, rows, K] per token) and B ([G, N, K] per block) on the host and the device.
+struct Fp8Operands {
+  ref::PerTokenFp8 a;
+  ref::PerBlockFp8 b;
+  DeviceBuffer a_values, a_scales, b_values, b_scales;
+
+  Fp8Operands(std::int64_t a_groups, std::int64_t rows, std::int64_t n, std::int64_t k, std::int64_t b_groups,
+              std::mt19937& rng) {
+    const auto xa = random_matrix(a_groups * rows * k, rng);
+    const auto xb = random_matrix(b_groups * n * k, rng, 0.5f);
+    a = a_groups == 1 ? ref::per_token_cast(xa.data(), rows, k) : ref::per_token_cast_grouped(xa.data(), a_groups, rows, k);
+    b = b_groups == 1 ? ref::per_block_cast(xb.data(), n, k) : ref::per_block_cast_grouped(xb.data(), b_groups, n, k);
+    a_values = DeviceBuffer(a.values.size());
+    a_values.upload(a.values);
+    a_scales = DeviceBuffer(a.scales.size() * sizeof(float));
+    a_scales.upload(a.scales);
+    b_values = DeviceBuffer(b.values.size());
+    b_values.upload(b.values);
+    b_scales = DeviceBuffer(b.scales.size() * sizeof(float));
+    b_scales.upload(b.scales);
+  }
+
+  Fp8Operand a_operand_2d() const {
+    Fp8Operand op;
+    op.data = TensorView::contiguous(a_values.get(), DType::kFloat8E4M3, {a.rows, a.cols});
+    op.scales = TensorView::strided(a_scales.get(), DType::kFloat32, {a.rows, a.scale_blocks()}, {1, a.scale_col_stride});
+    return op;
+  }
+  Fp8Operand a_operand_3d() const {
+    Fp8Operand op;
+    op.data = TensorView::contiguous(a_values.get(), DType::kFloat8E4M3, {a.groups, a.rows, a.cols});
+    op.scales = TensorView::strided(a_scales.get(), DType::kFloat32, {a.groups, a.rows, a.scale_blocks()},
+                                    {a.scale_group_stride, 1, a.scale_col_stride});
+    return op;
+  }
+  Fp8Operand b_operand() const {
+    Fp8Operand op;
+    if (b.groups == 1) {
+      op.data = TensorView::contiguous(b_values.get(), DType::kFloat8E4M3, {b.rows, b.cols});
+      op.scales = TensorView::contiguous(b_scales.get(), DType::kFloat32, {b.row_blocks(), b.col_blocks()});
+    } else {
+      op.data = TensorView::contiguous(b_values.get(), DType::kFloat8E4M3, {b.groups, b.rows, b.cols});
+      op.scales = TensorView::contiguous(b_scales.get(), DType::kFloat32, {b.groups, b.row_blocks(), b.col_blocks()});
+    }
+    return op;
+  }
+};
+
+std::vector<double> bf16_to_double(const std::vector<std::uint16_t>& v) {
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = ref::bf16_to_float(v[i]);
+  return out;
+}
+
+// Compares the rows the reference wrote and checks that every other row still holds the poison.
+void expect_rows_match(const std::vector<std::uint16_t>& got, const ref::GroupedResult& want, std::int64_t n,
+                       const char* what) {
+  std::vector<double> got_valid, want_valid;
+  std::int64_t unwritten_valid = 0, written_invalid = 0;
+  const std::int64_t rows = static_cast<std::int64_t>(want.written.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < n; ++c) {
+      const std::uint16_t bits = got[r * n + c];
+      if (want.written[r]) {
+        if (bits == kPoison) ++unwritten_valid;
+        got_valid.push_back(ref::bf16_to_float(bits));
+        want_valid.push_back(want.d[r * n + c]);
+      } else if (bits != kPoison) {
+        ++written_invalid;
+      }
+    }
+  }
+  EXPECT_EQ(unwritten_valid, 0) << what << ": valid elements left unwritten";
+  EXPECT_EQ(written_invalid, 0) << what << ": elements written outside the groups' valid rows";
+  if (!got_valid.empty()) {
+    const double diff = ref::calc_diff(got_valid.data(), want_valid.data(), got_valid.size());
+    EXPECT_LT(diff, 1e-3) << what;
+    EXPECT_FALSE(std::isnan(diff)) << what;
+  }
+}
+
+GemmOptions default_options() { return GemmOptions{}; }
+
+// ---- dense -----------------------------------------------------------------------------------------------------
+
+struct DenseShape {
+  int m, n, k;
+};
+
+class Fp8DenseGpu : public ::testing::TestWithParam<DenseShape> {};
+
+TEST_P(Fp8DenseGpu, MatchesOracleAndIsBitwiseDeterministic) {
+  MOEGEMM_REQUIRE_GPU();
+  const auto [m, n, k] = GetParam();
+  std::mt19937 rng(1000 + m * 7 + n * 3 + k);
+  Fp8Operands ops(1, m, n, k, 1, rng);
+  DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
+  d.fill_bytes(0xFF);
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
+  fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
+  ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
+  expect_rows_match(got, want, n, "dense");
+  EXPECT_TRUE(d.guard_intact()) << "a write landed past the end of D";
+
+  for (int rep = 0; rep < 3; ++rep) {
+    d.fill_bytes(0xFF);
+    fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto again = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
+    ASSERT_EQ(0, std::memcmp(again.data(), got.data(), got.size() * 2)) << "results differ between calls";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Fp8DenseGpu,
+                         ::testing::Values(DenseShape{1, 2112, 7168}, DenseShape{1, 576, 7168},
+                                           DenseShape{128, 576, 2112}, DenseShape{129, 256, 576},
+                                           DenseShape{300, 1024, 1536}, DenseShape{64, 4096, 512},
+                                           DenseShape{1000, 512, 256}, DenseShape{17, 136, 144},
+                                           DenseShape{2048, 1536, 640}));
+
+TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 333, n = 768, k = 1024;
+  std::mt19937 rng(77);
+  Fp8Operands ops(1, m, n, k, 1, rng);
+  DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
+  ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
+  std::vector<std::uint16_t> first;
+  for (int bm : {64, 128}) {
+    for (int bn : {16, 32, 48, 64, 96, 128, 144, 160, 192}) {
+      KernelConfig cfg;
+      cfg.block_m = bm;
+      cfg.block_n = bn;
+      cfg.stages = 4;
+      cfg.math_warpgroups = bm / 64;
+      GemmOptions opt;
+      opt.config = &cfg;
+      d.fill_bytes(0xFF);
+      fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
+      expect_rows_match(got, want, n, "config sweep");
+      // Every configuration sums each 128-K block in the same order and promotes in the same order.
+      if (first.empty()) first = got;
+      EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << "bm " << bm << " bn " << bn;
+    }
+  }
+}
+
+// ---- masked ----------------------------------------------------------------------------------------------------
+
+void run_masked_case(int groups, int capacity, int n, int k, const std::vector<int>& counts, std::mt19937& rng,
+                     const char* what) {
+  Fp8Operands ops(groups, capacity, n, k, groups, rng);
+  DeviceBuffer d(static_cast<std::size_t>(groups) * capacity * n * 2);
+  d.fill_bytes(0xFF);
+  DeviceBuffer cnt(groups * sizeof(int));
+  cnt.upload(counts);
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  layout.expected_m = capacity;
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {groups, capacity, n});
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * capacity * n);
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const ref::BatchedMatrixRef ar{ref::MatrixRef::row_major(da.data(), k), static_cast<std::int64_t>(capacity) * k};
+  const ref::BatchedMatrixRef br{ref::MatrixRef::row_major(db.data(), k), static_cast<std::int64_t>(n) * k};
+  const auto want = ref::m_grouped_masked(groups, capacity, n, k, ar, br, counts.data());
+  expect_rows_match(got, want, n, what);
+  EXPECT_TRUE(d.guard_intact()) << what << ": a write landed past the end of D";
+}
+
+TEST(Fp8MaskedGpu, EveryCapacityFrom1To257StaysInsideItsGroup) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(2024);
+  for (int cap = 1; cap <= 257; ++cap) {
+    // Counts near and at capacity, plus an empty group: the anchor's failure was a tail tile of one group
+    // landing on the next group's first rows.
+    std::vector<int> counts = {cap, std::max(0, cap - 1), 0, std::max(1, cap / 2)};
+    run_masked_case(4, cap, 256, 256, counts, rng, ("capacity " + std::to_string(cap)).c_str());
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+TEST(Fp8MaskedGpu, TargetsFailureCaseEightGroupsCapacity32) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(8);
+  run_masked_case(8, 32, 256, 256, {0, 1, 16, 31, 32, 1, 32, 32}, rng, "8 groups x 32");
+}
+
+TEST(Fp8MaskedGpu, CountsOutOfRangeAreClampedNotFollowed) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(9);
+  // -5 and 1000000 must behave as 0 and capacity; nothing outside D is touched (guard checked).
+  Fp8Operands ops(3, 40, 128, 256, 3, rng);
+  std::vector<int> counts = {-5, 1000000, 17};
+  DeviceBuffer d(3 * 40 * 128 * 2);
+  d.fill_bytes(0xFF);
+  DeviceBuffer cnt(3 * sizeof(int));
+  cnt.upload(counts);
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {3});
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(),
+                               TensorView::contiguous(d.get(), DType::kBFloat16, {3, 40, 128}), layout, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = d.download_as<std::uint16_t>(3 * 40 * 128);
+  std::vector<int> clamped = {0, 40, 17};
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const auto want = ref::m_grouped_masked(3, 40, 128, 256, {ref::MatrixRef::row_major(da.data(), 256), 40 * 256},
+                                          {ref::MatrixRef::row_major(db.data(), 256), 128 * 256}, clamped.data());
+  expect_rows_match(got, want, 128, "clamped counts");
+  EXPECT_TRUE(d.guard_intact());
+}
+
+TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
+  MOEGEMM_REQUIRE_GPU();
+  const int groups = 6, cap = 96, n = 512, k = 768;
+  std::mt19937 rng(31);
+  Fp8Operands ops(groups, cap, n, k, groups, rng);
+  DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2);
+  DeviceBuffer cnt(groups * sizeof(int));
+  std::vector<int> counts1 = {96, 3, 50, 0, 64, 95};
+  std::vector<int> counts2 = {1, 96, 0, 77, 65, 32};
+  cnt.upload(counts1);
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n});
+  cudaStream_t stream;
+  MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // Warm up (compiles), then capture.
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+  // New routing written in place, then replay.
+  cnt.upload(counts2);
+  d.fill_bytes(0xFF);
+  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto replayed = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
+  d.fill_bytes(0xFF);
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto eager = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
+  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), eager.size() * 2));
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
+                                          {ref::MatrixRef::row_major(db.data(), k), n * k}, counts2.data());
+  expect_rows_match(replayed, want, n, "graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// ---- contiguous ------------------------------------------------------------------------------------------------
+
+void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index, bool group_ends, int m_total,
+                         std::mt19937& rng, const char* what) {
+  Fp8Operands ops(1, m_total, n, k, groups, rng);
+  DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2);
+  d.fill_bytes(0xFF);
+  DeviceBuffer idx(index.size() * sizeof(int));
+  idx.upload(index);
+  ContiguousLayout layout;
+  layout.form = group_ends ? ContiguousLayout::Form::kGroupEnds : ContiguousLayout::Form::kRowToGroup;
+  layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {static_cast<std::int64_t>(index.size())});
+  m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(),
+                                   TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n);
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const ref::MatrixRef ar = ref::MatrixRef::row_major(da.data(), k);
+  const ref::BatchedMatrixRef br{ref::MatrixRef::row_major(db.data(), k), static_cast<std::int64_t>(n) * k};
+  const auto want = group_ends
+                        ? ref::m_grouped_contiguous_group_ends(m_total, n, k, ar, br, groups, index.data())
+                        : ref::m_grouped_contiguous_row_to_group(m_total, n, k, ar, br, groups, index.data());
+  expect_rows_match(got, want, n, what);
+  EXPECT_TRUE(d.guard_intact()) << what;
+}
+
+TEST(Fp8ContiguousGpu, GroupEndsWithGapsAndEmptyExperts) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  // Experts of 300, 0, 1, 129 and 40 rows; each starts at the next multiple of 128 after the previous end.
+  const std::vector<int> sizes = {300, 0, 1, 129, 40};
+  std::vector<int> ends;
+  int start = 0;
+  for (int s : sizes) {
+    ends.push_back(start + s);
+    start = (start + s + 127) / 128 * 128;
+  }
+  run_contiguous_case(5, 384, 512, ends, true, start + 64, rng, "group ends");
+}
+
+TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(6);
+  const int m_total = 640, groups = 4;
+  std::vector<int> index(m_total, -1);
+  // Aligned segments, then deliberately misaligned ones (experts mixed inside a 128-row block), plus
+  // out-of-range values that must act as padding.
+  for (int r = 0; r < 200; ++r) index[r] = 0;
+  for (int r = 256; r < 300; ++r) index[r] = 1;
+  for (int r = 300; r < 340; ++r) index[r] = 2;  // same block as expert 1
+  for (int r = 340; r < 350; ++r) index[r] = 1;  // back to 1: not sorted inside the block
+  for (int r = 384; r < 500; ++r) index[r] = 3;
+  index[400] = 7;     // >= groups: padding
+  index[401] = -9;    // < -1: padding
+  for (int r = 512; r < 640; ++r) index[r] = 2;
+  run_contiguous_case(groups, 256, 384, index, false, m_total, rng, "row to group");
+}
+
+}  // namespace
+}  // namespace moegemm
