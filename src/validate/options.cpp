@@ -24,7 +24,7 @@ void check_recipe_1d2d(const ScaleRecipe& recipe, bool dense) {
                  "k_grouped_fp8_gemm_nt); this entry point supports only (1, 128, 128)",
          recipe_string(recipe));
   }
-  // Anything else (notably (128, 128, 128), which the anchor accepted and then read out of bounds) is rejected.
+  // Anything else (notably (128, 128, 128), which DeepGEMM accepted and then read out of bounds) is rejected.
   fail("options.recipe",
        "must be (1, 128, 128) for this entry point (supported recipes: (1, 128, 128); (1, 1, 128) through "
        "fp8_gemm_nt_1d1d and k_grouped_fp8_gemm_nt)",

@@ -236,3 +236,21 @@ TEST(ValidateFp8KGrouped, RecipeMustBe1d1d) {
   x.options.recipe = {1, 128, 64};
   EXPECT_INVALID(run_k_grouped(x), "options.recipe: must be (1, 1, 128)");
 }
+
+TEST(ValidateFp8KGrouped, SumKMustFitInInt) {
+  auto x = fp8_k_grouped();
+  x.kgrouped.ks = {std::int64_t{1} << 30, std::int64_t{1} << 30, 128};
+  EXPECT_INVALID(run_k_grouped(x), "layout.ks: sum K must fit in a 32-bit int");
+}
+
+TEST(ValidateFp8KGrouped, OperandsAreFp8) {
+  auto x = fp8_k_grouped();
+  x.b.data.dtype = DType::kBFloat16;
+  EXPECT_INVALID(run_k_grouped(x), "b.data: must be float8_e4m3, got bfloat16");
+}
+
+TEST(ValidateFp8KGrouped, OperandsMustNotBeNull) {
+  auto x = fp8_k_grouped();
+  x.a.data.data = nullptr;
+  EXPECT_INVALID(run_k_grouped(x), "a.data: data must not be null");
+}
