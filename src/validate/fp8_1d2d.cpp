@@ -58,9 +58,10 @@ GemmProblem check_1d2d(Family family, Grouping grouping, const Fp8Operand& a, co
   const std::int64_t k_blocks = (k + 127) / 128, n_blocks = (n + 127) / 128;
   p.sfa = masked ? check_scales_mn_major_tma(a.scales, "a.scales", groups, m, k_blocks, "[G, cap, ceil(K / 128)]")
                  : check_scales_mn_major_tma(a.scales, "a.scales", 0, m, k_blocks, "[M, ceil(K / 128)]");
-  p.sfb = b_rank == 3
-              ? check_scales_packed(b.scales, "b.scales", groups, n_blocks, k_blocks, "[G, ceil(N / 128), ceil(K / 128)]")
-              : check_scales_packed(b.scales, "b.scales", 0, n_blocks, k_blocks, "[ceil(N / 128), ceil(K / 128)]");
+  p.sfb = b_rank == 3 ? check_scales_packed(b.scales, "b.scales", groups, n_blocks, k_blocks,
+                                            "[G, ceil(N / 128), ceil(K / 128)]")
+                      : check_scales_packed(b.scales, "b.scales", 0, n_blocks, k_blocks,
+                                            "[ceil(N / 128), ceil(K / 128)]");
 
   p.m = static_cast<int>(m);
   p.n = static_cast<int>(n);
