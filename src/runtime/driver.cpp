@@ -47,11 +47,29 @@ class EntryPoints {
   PFN_cuGetProcAddress_v11030 get_v1_ = nullptr;
 };
 
+template <typename Fn>
+Fn exported(void* library, const char* symbol) {
+  return reinterpret_cast<Fn>(dlsym(library, symbol));
+}
+
+// Names for the results of a failed cuInit, for drivers (the stub) whose cuGetErrorName does not answer.
+const char* fallback_name(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+    case CUDA_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY";
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_OPERATING_SYSTEM: return "CUDA_ERROR_OPERATING_SYSTEM";
+    default: return nullptr;
+  }
+}
+
 std::string describe_with(const Driver& d, CUresult result) {
   const char* name = nullptr;
   const char* text = nullptr;
-  if (d.cuGetErrorName) d.cuGetErrorName(result, &name);
-  if (d.cuGetErrorString) d.cuGetErrorString(result, &text);
+  if (d.cuGetErrorName && d.cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+  if (d.cuGetErrorString && d.cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
+  if (!name) name = fallback_name(result);
   std::string out = name ? name : "CUDA error " + std::to_string(static_cast<int>(result));
   if (text) out += std::string(" (") + text + ")";
   return out;
@@ -70,10 +88,16 @@ void open_driver(DriverState& state) {
     return;
   }
   Driver& d = state.driver;
-  // Error descriptions first: they work before cuInit and make the next messages readable.
-  entry.get(d.cuGetErrorName, "cuGetErrorName");
-  entry.get(d.cuGetErrorString, "cuGetErrorString");
-  if (!entry.get(d.cuInit, "cuInit")) {
+  // Error descriptions first: they work before cuInit and make the next messages readable. These three never
+  // changed signature, so the exported symbols serve where cuGetProcAddress refuses (the toolkit's stub library).
+  if (!entry.get(d.cuGetErrorName, "cuGetErrorName")) {
+    d.cuGetErrorName = exported<PFN_cuGetErrorName_v6000>(library, "cuGetErrorName");
+  }
+  if (!entry.get(d.cuGetErrorString, "cuGetErrorString")) {
+    d.cuGetErrorString = exported<PFN_cuGetErrorString_v6000>(library, "cuGetErrorString");
+  }
+  if (!entry.get(d.cuInit, "cuInit")) d.cuInit = exported<PFN_cuInit_v2000>(library, "cuInit");
+  if (!d.cuInit) {
     state.why_not = "the CUDA driver does not export cuInit";
     return;
   }

@@ -223,7 +223,7 @@ Registry& registry() {
   return *r;
 }
 
-const Kernel* find(Registry& r, const std::string& key, CUcontext context) {
+const Kernel* find_kernel(Registry& r, const std::string& key, CUcontext context) {
   auto it = r.kernels.find(key);
   if (it == r.kernels.end()) return nullptr;
   for (const auto& kernel : it->second) {
@@ -290,7 +290,7 @@ const Kernel& get_kernel(const std::string& key, const std::function<KernelSpec(
   {
     std::unique_lock<std::mutex> lock(r.mutex);
     for (;;) {
-      if (const Kernel* kernel = find(r, key, context)) return *kernel;
+      if (const Kernel* kernel = find_kernel(r, key, context)) return *kernel;
       // One thread builds a key; the others wait for it instead of compiling the same kernel again.
       if (r.building.insert({context, key}).second) break;
       r.built.wait(lock);
