@@ -75,7 +75,7 @@ std::string describe_with(const Driver& d, CUresult result) {
   return out;
 }
 
-// Fills state; returns the reason on failure (state.ok stays false).
+// Opens and initialises the driver into state; on failure state.why_not says why and state.ok stays false.
 void open_driver(DriverState& state) {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // kept open for the life of the process
   if (!library) {

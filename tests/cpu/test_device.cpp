@@ -9,6 +9,7 @@
 #include "moegemm/device.hpp"
 #include "moegemm/error.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace moegemm {
 namespace {
@@ -38,6 +39,23 @@ TEST(Device, WithoutDriverDriverThrowsNoDevice) {
     EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
   }
   EXPECT_THROW(jit::ensure_context(), Error);
+  EXPECT_FALSE(jit::driver_available());
+}
+
+TEST(Device, WithoutDriverGetKernelThrowsNoDeviceBeforeCompiling) {
+  if (jit::driver_available()) GTEST_SKIP() << "a CUDA driver and device are present: see tests/gpu";
+  bool made_spec = false;
+  try {
+    jit::get_kernel("test.no_driver", [&] {
+      made_spec = true;
+      return jit::KernelSpec{};
+    }, nullptr);
+    FAIL() << "get_kernel returned without a driver";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNoDevice) << e.what();
+  }
+  EXPECT_FALSE(made_spec);
+  EXPECT_TRUE(jit::loaded_kernels().empty());
 }
 
 TEST(Device, NumSmsRejectsNegativeAndKeepsValidValues) {
