@@ -184,6 +184,14 @@ KGroupedFp8 k_grouped_per_channel_cast(const float* x, const std::vector<std::in
 }
 
 std::vector<double> dequantize(const PerTokenFp8& q) {
+  require(q.values.size() == to_size(q.groups * q.rows * q.cols), "q.values", "must hold groups * rows * cols codes",
+          q.values.size());
+  require(q.scale_col_stride >= q.rows && q.scale_group_stride >= q.scale_col_stride * q.scale_blocks(),
+          "q.scale_col_stride", "must be >= rows, with scale_group_stride >= scale_col_stride * ceil(cols / 128)",
+          q.scale_col_stride);
+  require(q.groups == 0 || q.scales.size() >= to_size((q.groups - 1) * q.scale_group_stride +
+                                                      q.scale_col_stride * q.scale_blocks()),
+          "q.scales", "must cover every (group, row, block)", q.scales.size());
   std::vector<double> out(q.values.size());
   for (std::int64_t g = 0; g < q.groups; ++g)
     for (std::int64_t r = 0; r < q.rows; ++r)
@@ -195,6 +203,10 @@ std::vector<double> dequantize(const PerTokenFp8& q) {
 }
 
 std::vector<double> dequantize(const PerBlockFp8& q) {
+  require(q.values.size() == to_size(q.groups * q.rows * q.cols), "q.values", "must hold groups * rows * cols codes",
+          q.values.size());
+  require(q.scales.size() == to_size(q.groups * q.row_blocks() * q.col_blocks()), "q.scales",
+          "must hold groups * ceil(rows / 128) * ceil(cols / 128) scales", q.scales.size());
   std::vector<double> out(q.values.size());
   for (std::int64_t g = 0; g < q.groups; ++g)
     for (std::int64_t r = 0; r < q.rows; ++r)
@@ -206,6 +218,11 @@ std::vector<double> dequantize(const PerBlockFp8& q) {
 }
 
 std::vector<double> dequantize(const PerChannelFp8& q) {
+  require(q.tokens % kScaleBlock == 0, "q.tokens", "must be a multiple of 128", q.tokens);
+  require(q.values.size() == to_size(q.tokens * q.channels), "q.values", "must hold tokens * channels codes",
+          q.values.size());
+  require(q.scales.size() == to_size(q.tokens / kScaleBlock * q.channels), "q.scales",
+          "must hold tokens / 128 * channels scales", q.scales.size());
   std::vector<double> out(q.values.size());
   for (std::int64_t t = 0; t < q.tokens; ++t)
     for (std::int64_t c = 0; c < q.channels; ++c) {
@@ -216,6 +233,16 @@ std::vector<double> dequantize(const PerChannelFp8& q) {
 }
 
 std::vector<double> dequantize(const KGroupedFp8& q) {
+  std::int64_t total_k = 0;
+  for (const std::int64_t k : q.ks) {
+    require(k >= 0 && k % kScaleBlock == 0, "q.ks", "every entry must be >= 0 and a multiple of 128", k);
+    total_k += k;
+  }
+  require(q.values.size() == to_size(total_k * q.channels), "q.values", "must hold sum(ks) * channels codes",
+          q.values.size());
+  require(q.scale_col_stride >= q.channels, "q.scale_col_stride", "must be >= channels", q.scale_col_stride);
+  require(q.scales.size() >= to_size(total_k / kScaleBlock * q.scale_col_stride), "q.scales",
+          "must hold sum(ks) / 128 * scale_col_stride scales", q.scales.size());
   std::vector<double> out(q.values.size());
   std::int64_t k_offset = 0;
   for (const std::int64_t k : q.ks) {

@@ -258,3 +258,21 @@ TEST(ReferenceKGroupedCast, ExpertBlocksAreKMajorAndScalesMnMajor) {
   }
   EXPECT_THROW(k_grouped_per_channel_cast(x.data(), {128, 64}, channels), Error);
 }
+
+TEST(ReferenceDequantize, InconsistentHandBuiltOperandsAreRejected) {
+  // Users fill these structs from device buffers: sizes that do not match the shape must not be read past.
+  const std::vector<float> x = random_floats(4 * 130, 11);
+  PerTokenFp8 per_token = per_token_cast(x.data(), 4, 130);
+  per_token.scales.pop_back();
+  EXPECT_THROW(dequantize(per_token), Error);
+  PerBlockFp8 per_block = per_block_cast(x.data(), 4, 130);
+  per_block.values.pop_back();
+  EXPECT_THROW(dequantize(per_block), Error);
+  const std::vector<float> tokens_first = random_floats(128 * 3, 12);
+  PerChannelFp8 per_channel = per_channel_cast(tokens_first.data(), 128, 3);
+  per_channel.scales.pop_back();
+  EXPECT_THROW(dequantize(per_channel), Error);
+  KGroupedFp8 k_grouped = k_grouped_per_channel_cast(tokens_first.data(), {128}, 3);
+  k_grouped.scale_col_stride = 2;
+  EXPECT_THROW(dequantize(k_grouped), Error);
+}
