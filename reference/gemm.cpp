@@ -1,11 +1,12 @@
-// Reference GEMMs: every output element is one double sum over k in increasing order, so results do not depend on
-// the thread count; threads split the output rows (or elements) statically.
+// Reference GEMMs: every product goes through detail::product_nt (one double sum per element, in increasing k);
+// the grouped forms run it once per expert's row range and record which rows they produced.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "moegemm/layouts.hpp"
 #include "moegemm/reference.hpp"
+#include "reference/blocked_gemm.hpp"
 #include "reference/checks.hpp"
 #include "reference/parallel.hpp"
 
@@ -17,17 +18,9 @@ using detail::require;
 
 std::size_t to_size(std::int64_t x) { return static_cast<std::size_t>(x); }
 
-double dot(MatrixRef a, std::int64_t i, MatrixRef b, std::int64_t j, std::int64_t k) {
-  const double* pa = a.data + i * a.row_stride;
-  const double* pb = b.data + j * b.row_stride;
-  double sum = 0.0;
-  for (std::int64_t kk = 0; kk < k; ++kk) sum += pa[kk * a.col_stride] * pb[kk * b.col_stride];
-  return sum;
-}
-
-// out[0..n) = A row i @ B^T (B with n rows).
-void row_times_transpose(MatrixRef a, std::int64_t i, MatrixRef b, std::int64_t n, std::int64_t k, double* out) {
-  for (std::int64_t j = 0; j < n; ++j) out[j] = dot(a, i, b, j, k);
+// Rows [first, first + count) of a, as a view of their own.
+MatrixRef rows_from(MatrixRef a, std::int64_t first) {
+  return {a.data + first * a.row_stride, a.row_stride, a.col_stride};
 }
 
 void check_sizes(std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -54,14 +47,9 @@ std::vector<double> gemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixR
   check_operand(a.data, "a.data", m > 0 && n > 0 && k > 0);
   check_operand(b.data, "b.data", m > 0 && n > 0 && k > 0);
   std::vector<double> d(to_size(m * n), 0.0);
-  // Splitting elements rather than rows keeps every thread busy for m = 1 as well.
-  parallel_for(m * n, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t e = begin; e < end; ++e) {
-      const std::int64_t i = e / n;
-      const std::int64_t j = e % n;
-      d[to_size(e)] = (c != nullptr ? c[e] : 0.0) + dot(a, i, b, j, k);
-    }
-  });
+  if (k > 0) detail::product_nt(m, n, k, a, b, d.data(), n);
+  if (c != nullptr)
+    for (std::int64_t e = 0; e < m * n; ++e) d[to_size(e)] = c[e] + d[to_size(e)];
   return d;
 }
 
@@ -72,13 +60,16 @@ GroupedResult m_grouped_contiguous_row_to_group(std::int64_t m_total, std::int64
   check_operand(a.data, "a.data", k > 0);
   check_operand(b.matrix.data, "b.matrix.data", k > 0);
   GroupedResult result{std::vector<double>(to_size(m_total * n), 0.0), std::vector<std::uint8_t>(to_size(m_total), 1)};
-  parallel_for(m_total, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const std::int64_t g = index[r];
-      if (g < 0 || g >= groups) continue;  // padding: the row stays 0, and counts as written
-      row_times_transpose(a, r, b[g], n, k, result.d.data() + r * n);
+  // Each run of rows with the same expert is one dense product; padding rows stay 0 and count as written.
+  for (std::int64_t first = 0; first < m_total;) {
+    const std::int64_t g = index[first];
+    std::int64_t last = first + 1;
+    while (last < m_total && index[last] == g) ++last;
+    if (g >= 0 && g < groups && k > 0) {
+      detail::product_nt(last - first, n, k, rows_from(a, first), b[g], result.d.data() + first * n, n);
     }
-  });
+    first = last;
+  }
   return result;
 }
 
@@ -88,24 +79,18 @@ GroupedResult m_grouped_contiguous_group_ends(std::int64_t m_total, std::int64_t
   check_groups(groups, ends, "ends");
   check_operand(a.data, "a.data", k > 0);
   check_operand(b.matrix.data, "b.matrix.data", k > 0);
-  // owner[r] = the expert that owns row r, or -1. Starts never decrease, so experts' row ranges are disjoint.
-  std::vector<std::int64_t> owner(to_size(m_total), -1);
+  GroupedResult result{std::vector<double>(to_size(m_total * n), 0.0), std::vector<std::uint8_t>(to_size(m_total), 0)};
+  // Starts never decrease (each is at least the previous clamped end), so experts' row ranges are disjoint.
   std::int64_t previous_end = 0;
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t start = std::min(align_up(previous_end, kContiguousAlignment), m_total);
     const std::int64_t end = std::clamp<std::int64_t>(ends[g], start, m_total);
-    for (std::int64_t r = start; r < end; ++r) owner[to_size(r)] = g;
+    if (end > start && k > 0) {
+      detail::product_nt(end - start, n, k, rows_from(a, start), b[g], result.d.data() + start * n, n);
+    }
+    std::fill(result.written.begin() + start, result.written.begin() + end, std::uint8_t{1});
     previous_end = end;
   }
-  GroupedResult result{std::vector<double>(to_size(m_total * n), 0.0), std::vector<std::uint8_t>(to_size(m_total), 0)};
-  parallel_for(m_total, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const std::int64_t g = owner[to_size(r)];
-      if (g < 0) continue;
-      row_times_transpose(a, r, b[g], n, k, result.d.data() + r * n);
-      result.written[to_size(r)] = 1;
-    }
-  });
   return result;
 }
 
@@ -117,16 +102,13 @@ GroupedResult m_grouped_masked(std::int64_t groups, std::int64_t capacity, std::
   check_operand(b.matrix.data, "b.matrix.data", k > 0);
   const std::int64_t rows = groups * capacity;
   GroupedResult result{std::vector<double>(to_size(rows * n), 0.0), std::vector<std::uint8_t>(to_size(rows), 0)};
-  parallel_for(rows, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t flat_row = begin; flat_row < end; ++flat_row) {
-      const std::int64_t g = flat_row / capacity;
-      const std::int64_t r = flat_row % capacity;
-      const std::int64_t valid = std::clamp<std::int64_t>(counts[g], 0, capacity);
-      if (r >= valid) continue;
-      row_times_transpose(a[g], r, b[g], n, k, result.d.data() + flat_row * n);
-      result.written[to_size(flat_row)] = 1;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t valid = std::clamp<std::int64_t>(counts[g], 0, capacity);
+    if (valid > 0 && k > 0) {
+      detail::product_nt(valid, n, k, a[g], b[g], result.d.data() + g * capacity * n, n);
     }
-  });
+    std::fill(result.written.begin() + g * capacity, result.written.begin() + g * capacity + valid, std::uint8_t{1});
+  }
   return result;
 }
 

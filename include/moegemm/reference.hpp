@@ -146,6 +146,8 @@ std::vector<double> dequantize(const PerChannelFp8& q);  // [tokens, channels]
 std::vector<double> dequantize(const KGroupedFp8& q);    // concatenated K-major [channels, K_g] blocks
 
 // ---- Reference GEMMs (double accumulation, multi-threaded) -----------------------------------------------------
+// Every output element is 0 + a_0 b_0 + a_1 b_1 + ... in increasing k, in double (then + C), whatever the
+// operand majors or the thread count (std::thread::hardware_concurrency()): results are reproducible bit for bit.
 
 // A strided read-only matrix: element (i, j) is data[i * row_stride + j * col_stride]. With A [M,K] and B [N,K],
 // K-major means col_stride == 1 and MN-major means row_stride == 1; so all of NT/NN/TN/TT are plain views.

@@ -92,6 +92,27 @@ TEST(ReferenceGemm, AllFourMajorsAgreeWithTheTripleLoop) {
   EXPECT_EQ(gemm(m, n, k, a_mn_major, b_k_major, c.data()), nt) << "TT";
 }
 
+TEST(ReferenceGemm, TiledPathsAddInTheTextbookOrder) {
+  // Several 64 x 64 output tiles, ragged 4 x 4 micro tiles at both edges and K split into 256-long chunks: every
+  // element must still be exactly 0 + a_0 b_0 + a_1 b_1 + ..., bit for bit, in all four majors.
+  const std::int64_t m = 70, n = 67, k = 517;
+  const std::vector<double> a = random_doubles(at(m * k), 31);
+  const std::vector<double> b = random_doubles(at(n * k), 32);
+  const std::vector<double> a_t = transposed(a, m, k), b_t = transposed(b, n, k);
+  const std::vector<double> expected = naive_nt(a.data(), b.data(), m, n, k);
+  const MatrixRef a_k_major = MatrixRef::row_major(a.data(), k), a_mn_major = MatrixRef::col_major(a_t.data(), m);
+  const MatrixRef b_k_major = MatrixRef::row_major(b.data(), k), b_mn_major = MatrixRef::col_major(b_t.data(), n);
+  EXPECT_EQ(gemm(m, n, k, a_k_major, b_k_major), expected) << "NT";
+  EXPECT_EQ(gemm(m, n, k, a_k_major, b_mn_major), expected) << "NN";
+  EXPECT_EQ(gemm(m, n, k, a_mn_major, b_mn_major), expected) << "TN";
+  EXPECT_EQ(gemm(m, n, k, a_mn_major, b_k_major), expected) << "TT";
+  // A padded row stride (a view of the first k columns of a wider matrix) is honoured too.
+  std::vector<double> wide(at(m * (k + 3)), 1e300);
+  for (std::int64_t i = 0; i < m; ++i)
+    std::copy(a.begin() + i * k, a.begin() + (i + 1) * k, wide.begin() + i * (k + 3));
+  EXPECT_EQ(gemm(m, n, k, MatrixRef{wide.data(), k + 3, 1}, b_k_major), expected) << "strided rows";
+}
+
 TEST(ReferenceGemm, SingleRowAndZeroK) {
   const std::int64_t n = 37, k = 19;
   const std::vector<double> a = random_doubles(at(k), 4);
