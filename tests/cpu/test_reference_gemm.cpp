@@ -11,6 +11,7 @@
 
 #include "moegemm/error.hpp"
 #include "moegemm/reference.hpp"
+#include "reference/blocked_gemm.hpp"
 
 using namespace moegemm;
 using namespace moegemm::reference;
@@ -111,6 +112,21 @@ TEST(ReferenceGemm, TiledPathsAddInTheTextbookOrder) {
   for (std::int64_t i = 0; i < m; ++i)
     std::copy(a.begin() + i * k, a.begin() + (i + 1) * k, wide.begin() + i * (k + 3));
   EXPECT_EQ(gemm(m, n, k, MatrixRef{wide.data(), k + 3, 1}, b_k_major), expected) << "strided rows";
+}
+
+TEST(ReferenceGemm, DenseKernelOverwritesItsOutputAndNothingElse) {
+  // The grouped forms write straight into rows of a larger D: the kernel must overwrite (not accumulate into) its
+  // m x n window and leave the columns past n of each ldd-wide row alone.
+  const std::int64_t m = 9, n = 70, k = 300, ldd = 75;
+  const std::vector<double> a = random_doubles(at(m * k), 33);
+  const std::vector<double> b = random_doubles(at(n * k), 34);
+  std::vector<double> d(at(m * ldd), std::numeric_limits<double>::quiet_NaN());
+  detail::product_nt(m, n, k, MatrixRef::row_major(a.data(), k), MatrixRef::row_major(b.data(), k), d.data(), ldd);
+  const std::vector<double> expected = naive_nt(a.data(), b.data(), m, n, k);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) ASSERT_EQ(d[at(i * ldd + j)], expected[at(i * n + j)]) << i << ", " << j;
+    for (std::int64_t j = n; j < ldd; ++j) ASSERT_TRUE(std::isnan(d[at(i * ldd + j)])) << i << ", " << j;
+  }
 }
 
 TEST(ReferenceGemm, SingleRowAndZeroK) {
