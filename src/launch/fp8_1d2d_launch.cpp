@@ -17,22 +17,22 @@ using kernels::SchedulerProblem;
 using kernels::sm90::Fp8Gemm1d2dParams;
 using kernels::sm90::kFp8BlockK;
 
-std::string kernel_key(const KernelConfig& c, Fp8Layout layout) {
+}  // namespace
+
+std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout) {
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout));
 }
 
-jit::KernelSpec kernel_spec(const KernelConfig& c, Fp8Layout layout) {
+jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout) {
   jit::KernelSpec spec;
-  spec.name = kernel_key(c, layout);
+  spec.name = fp8_1d2d_kernel_key(c, layout);
   spec.name_expression = "moegemm::kernels::sm90::fp8_gemm_1d2d_kernel<" + std::to_string(c.block_m) + ", " +
                          std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
                          std::to_string(static_cast<int>(layout)) + ">";
   spec.source = "#include \"sm90/fp8_gemm_1d2d.cuh\"\n";
   return spec;
 }
-
-}  // namespace
 
 void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
   const bool masked = a.layout == Fp8Layout::kMasked;
@@ -105,7 +105,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   if (items == 0) return;
   const unsigned grid = static_cast<unsigned>(std::min<long long>(c.num_sms, items));
 
-  const jit::Kernel& kernel = jit::get_kernel(kernel_key(c, a.layout), [&] { return kernel_spec(c, a.layout); },
+  const jit::Kernel& kernel = jit::get_kernel(fp8_1d2d_kernel_key(c, a.layout), [&] { return fp8_1d2d_kernel_spec(c, a.layout); },
                                               stream);
   jit::LaunchConfig lc{};
   lc.grid[0] = grid, lc.grid[1] = 1, lc.grid[2] = 1;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "moegemm/config.hpp"
 #include "moegemm/types.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace moegemm::launch {
 
@@ -33,6 +35,11 @@ struct Fp8GemmLaunch {
   std::int64_t ldd = 0, d_group_stride = 0;
   const int* routing = nullptr;
 };
+
+// The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
+// a short string that determines the source, so a hit never hashes sources). Exposed for compile checks.
+std::string fp8_1d2d_kernel_key(const KernelConfig& config, Fp8Layout layout);
+jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& config, Fp8Layout layout);
 
 void launch_fp8_1d2d(const Fp8GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
 

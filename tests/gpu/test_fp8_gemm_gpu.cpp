@@ -147,7 +147,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Fp8DenseGpu,
                                            DenseShape{128, 576, 2112}, DenseShape{129, 256, 576},
                                            DenseShape{300, 1024, 1536}, DenseShape{64, 4096, 512},
                                            DenseShape{1000, 512, 256}, DenseShape{17, 136, 144},
-                                           DenseShape{2048, 1536, 640}));
+                                           DenseShape{2048, 1536, 640}),
+                         [](const ::testing::TestParamInfo<DenseShape>& info) {
+                           return "m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" +
+                                  std::to_string(info.param.k);
+                         });
 
 TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
   MOEGEMM_REQUIRE_GPU();

@@ -1,0 +1,54 @@
+// Compile checks of the SM90 kernels through the library's own NVRTC path, on the CPU: every layout and a spread
+// of tile shapes must compile for sm_90a, and the consumer warpgroups must not spill.
+#include <gtest/gtest.h>
+
+#include "launch/fp8_1d2d_launch.hpp"
+#include "plan/fp8_1d2d_plan.hpp"
+#include "runtime/nvrtc_compiler.hpp"
+
+namespace moegemm {
+namespace {
+
+struct Case {
+  int block_m, block_n;
+  launch::Fp8Layout layout;
+};
+
+class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
+  const Case c = GetParam();
+  KernelConfig cfg;
+  cfg.block_m = c.block_m;
+  cfg.block_n = c.block_n;
+  cfg.math_warpgroups = c.block_m / 64;
+  cfg.stages = plan::fp8_1d2d_max_stages(c.block_m, c.block_n);
+  plan::check_fp8_1d2d_config(cfg);
+  const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout);
+  const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
+  ASSERT_FALSE(bin.cubin.empty());
+  ASSERT_TRUE(bin.usage.known) << bin.log;
+  // The launch-time register count is the warp-specialised cap ((threads, 1) launch bounds); setmaxnreg moves
+  // registers from the producer to the consumers inside the kernel.
+  EXPECT_GT(bin.usage.registers, 0);
+  EXPECT_LE(bin.usage.registers, c.block_m == 128 ? 168 : 255);
+  // A few bytes of stack for the producer's scheduler state are tolerated (it runs with 40 registers); the
+  // accumulators must never go to local memory, which would show as hundreds of bytes.
+  EXPECT_LE(bin.usage.spill_store_bytes, 64) << spec.name << "\n" << bin.log;
+  RecordProperty("registers", bin.usage.registers);
+  RecordProperty("spill_stores", bin.usage.spill_store_bytes);
+  RecordProperty("compile_ms", static_cast<int>(bin.compile_ms));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, Fp8KernelCompiles,
+    ::testing::Values(Case{128, 128, launch::Fp8Layout::kDense}, Case{128, 192, launch::Fp8Layout::kDense},
+                      Case{64, 16, launch::Fp8Layout::kDense}, Case{128, 144, launch::Fp8Layout::kContiguousGroupEnds},
+                      Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup}, Case{64, 96, launch::Fp8Layout::kMasked}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
+             std::to_string(static_cast<int>(info.param.layout));
+    });
+
+}  // namespace
+}  // namespace moegemm
