@@ -33,6 +33,16 @@ void LtGemm::release() noexcept {
 }
 
 bool LtGemm::prepare(cublasLtHandle_t handle, const LtProblem& p, void* workspace, std::string* why) {
+  try {
+    return prepare_or_throw(handle, p, workspace, why);
+  } catch (const CudaFailure& e) {  // a descriptor cuBLASLt refuses: this baseline is not offered for the shape
+    if (why != nullptr) *why = e.what();
+    release();
+    return false;
+  }
+}
+
+bool LtGemm::prepare_or_throw(cublasLtHandle_t handle, const LtProblem& p, void* workspace, std::string* why) {
   release();
   handle_ = handle;
   problem_ = p;

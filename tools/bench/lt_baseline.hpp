@@ -47,6 +47,7 @@ class LtGemm {
   void run(cudaStream_t stream) const;
 
  private:
+  bool prepare_or_throw(cublasLtHandle_t handle, const LtProblem& problem, void* workspace, std::string* why);
   void release() noexcept;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t op_ = nullptr;

@@ -33,12 +33,13 @@ struct Options {
   std::string json_path;
   std::string commit;
   bool list = false;
+  bool probe = false;
 };
 
 const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
-    "                     [--json FILE] [--commit SHA] [--list]\n"
+    "                     [--json FILE] [--commit SHA] [--list] [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -46,8 +47,9 @@ const char* kUsage =
     "                   --expected-m, the expected K per expert)\n"
     "  --iters N        timed calls per measurement, median reported (default 30)\n"
     "  --warmup N       untimed calls before timing (default 3)\n"
-    "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 4e9)\n"
-    "  --list           print the rows that would run and exit (needs no GPU)\n";
+    "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
+    "  --list           print the rows that would run and exit (needs no GPU)\n"
+    "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -117,6 +119,8 @@ Options parse(int argc, char** argv) {
       o.commit = value();
     } else if (arg == "--list") {
       o.list = true;
+    } else if (arg == "--probe") {
+      o.probe = true;
     } else {
       throw std::invalid_argument(arg + ": unknown option (see --help)");
     }
@@ -202,6 +206,12 @@ int main(int argc, char** argv) {
     return kExitNoDevice;
   }
   const RunInfo info = run_info(options, prop, argc, argv);
+  if (options.probe) {
+    std::cout << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, compute capability "
+              << info.cc_major << "." << info.cc_minor << ", driver " << info.driver_version << ", runtime "
+              << info.runtime_version << "\n";
+    return 0;
+  }
   std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed
             << ", " << options.settings.iters << " timed calls per measurement, check "
             << (options.settings.check ? "on" : "off") << "\n";

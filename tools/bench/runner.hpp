@@ -49,7 +49,7 @@ struct RunSettings {
   int iters = 30;
   int warmup = 3;
   bool check = true;
-  double check_budget = 4e9;  // multiply-adds of the float64 reference per checked output
+  double check_budget = 1e9;  // multiply-adds of the float64 reference per checked output
 };
 
 class Runner {
