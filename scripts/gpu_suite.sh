@@ -60,7 +60,8 @@ if ctest --test-dir "$BUILD_DIR" --output-on-failure > "$RESULTS_DIR/ctest.log" 
   say "ctest: $(grep -E 'tests passed' "$RESULTS_DIR/ctest.log" | tail -n 1)"
 else
   STATUS=1
-  say "ctest FAILED: $(grep -E 'tests passed|tests failed' "$RESULTS_DIR/ctest.log" | tail -n 1) (log: $RESULTS_DIR/ctest.log)"
+  SUMMARY="$(grep -E 'tests passed|tests failed' "$RESULTS_DIR/ctest.log" | tail -n 1)"
+  say "ctest FAILED: $SUMMARY (log: $RESULTS_DIR/ctest.log)"
   grep -E '^\s*[0-9]+ - ' "$RESULTS_DIR/ctest.log" | tee -a "$RESULTS_DIR/summary.txt"
 fi
 SKIPPED="$(grep -c 'Skipped' "$RESULTS_DIR/ctest.log" || true)"

@@ -63,8 +63,8 @@ __global__ void cast_rows_kernel(const std::uint16_t* x, std::int64_t rows, std:
   const std::int64_t kblocks = (cols + 127) / 128;
   const int lane = threadIdx.x % 32;
   const std::int64_t warps_total = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t w = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
-       w < rows * kblocks; w += warps_total) {
+  for (std::int64_t w = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; w < rows * kblocks;
+       w += warps_total) {
     const std::int64_t r = w / kblocks;
     const std::int64_t kb = w % kblocks;
     float v[4];
@@ -178,11 +178,11 @@ void fill_f32(float* x, std::int64_t count, float value, cudaStream_t stream) {
 
 void poison(void* d, std::int64_t count, int element_bytes, cudaStream_t stream) {
   if (element_bytes == 2) {
-    poison_kernel<std::uint16_t><<<grid_for(count, 256), 256, 0, stream>>>(static_cast<std::uint16_t*>(d), count,
-                                                                            kPoisonBf16);
+    poison_kernel<std::uint16_t>
+        <<<grid_for(count, 256), 256, 0, stream>>>(static_cast<std::uint16_t*>(d), count, kPoisonBf16);
   } else {
-    poison_kernel<std::uint32_t><<<grid_for(count, 256), 256, 0, stream>>>(static_cast<std::uint32_t*>(d), count,
-                                                                            kPoisonF32);
+    poison_kernel<std::uint32_t>
+        <<<grid_for(count, 256), 256, 0, stream>>>(static_cast<std::uint32_t*>(d), count, kPoisonF32);
   }
   CUDA_CHECK_LAUNCH();
 }

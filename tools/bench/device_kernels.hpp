@@ -65,8 +65,8 @@ struct RefJob {
 };
 
 struct DiffSums {
-  double xy = 0;        // sum of d * ref
-  double xx_yy = 0;     // sum of d^2 + ref^2
+  double xy = 0;               // sum of d * ref
+  double xx_yy = 0;            // sum of d^2 + ref^2
   unsigned long long nan = 0;  // NaN outputs among the checked rows
 };
 
@@ -80,9 +80,9 @@ void diff_rows(const RefOperands& ops, const RefJob* jobs, std::int64_t num_jobs
 // ---- Whole-output scan ------------------------------------------------------------------------------------------
 enum class RowKind : std::int8_t { kValid = 0, kZero = 1, kUntouched = 2 };
 struct ScanCounts {
-  unsigned long long nan_valid = 0;      // NaN in a valid row: an element the GEMM did not write
-  unsigned long long nonzero_pad = 0;    // a padding row that should be zeros is not
-  unsigned long long touched = 0;        // a row that must not be written lost its poison
+  unsigned long long nan_valid = 0;    // NaN in a valid row: an element the GEMM did not write
+  unsigned long long nonzero_pad = 0;  // a padding row that should be zeros is not
+  unsigned long long touched = 0;      // a row that must not be written lost its poison
 };
 // d is [rows, n] row-major; kinds[r] says what row r must hold.
 void scan_output(const void* d, bool d_is_f32, std::int64_t rows, std::int64_t n, const std::int8_t* kinds,

@@ -212,8 +212,8 @@ int main(int argc, char** argv) {
               << info.runtime_version << "\n";
     return 0;
   }
-  std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed
-            << ", " << options.settings.iters << " timed calls per measurement, check "
+  std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed << ", "
+            << options.settings.iters << " timed calls per measurement, check "
             << (options.settings.check ? "on" : "off") << "\n";
 
   std::vector<CaseResult> results;

@@ -142,9 +142,8 @@ BaselineSpec per_tensor_baseline(Problem& p, I64 m, I64 n, I64 k, const void* a,
   return spec;
 }
 
-BaselineSpec block_baseline(Problem& p, I64 m, I64 n, I64 k, const TokenFp8& a, const void* b_q,
-                            const float* b_sf_src, I64 b_sf_rs, I64 b_sf_ks, bool b_per_row, const void* c,
-                            cudaStream_t stream) {
+BaselineSpec block_baseline(Problem& p, I64 m, I64 n, I64 k, const TokenFp8& a, const void* b_q, const float* b_sf_src,
+                            I64 b_sf_rs, I64 b_sf_ks, bool b_per_row, const void* c, cudaStream_t stream) {
   const I64 kb = ceil128(k);
   // VEC128: scale (row, kb) at kb * rows + row.
   float* sfa = alloc<float>(p, kb * m);
@@ -196,7 +195,8 @@ void fp8_dense(Problem& p, const Case& c, cudaStream_t stream) {
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {m, n});
   p.call = [av, bv, dv](cudaStream_t s) { moegemm::fp8_gemm_nt(av, bv, dv, s); };
   p.ref = RefOperands{RefInput::kFp8, a.q, b.q, a.sf, b.sf, 128, nullptr, true, p.d, false, n};
-  for (I64 r = 0; r < m; ++r) add_job(p, RefJob{r * k, 1, r, a.ld, 0, k, 1, 0, kb, 1, k, -1, r * n, 1}, r == 0 || r == m - 1);
+  for (I64 r = 0; r < m; ++r)
+    add_job(p, RefJob{r * k, 1, r, a.ld, 0, k, 1, 0, kb, 1, k, -1, r * n, 1}, r == 0 || r == m - 1);
   p.flops = 2.0 * m * n * k;
   p.bytes = double(m * k + n * k) + 4.0 * (m * kb + nb * kb) + 2.0 * m * n;
   p.baselines.push_back(per_tensor_baseline(p, m, n, k, a.q, b.q, nullptr, stream));
@@ -312,7 +312,8 @@ std::vector<I64> masked_counts(const Case& c, Problem& p) {
 moegemm::MaskedLayout masked_layout(Problem& p, const Case& c, const std::vector<I64>& valid, cudaStream_t stream) {
   std::vector<std::int32_t> counts(valid.begin(), valid.end());
   for (I64 g = 0; g < c.groups; ++g) {
-    for (I64 r = valid[g]; r < c.capacity; ++r) p.row_kinds[g * c.capacity + r] = static_cast<std::int8_t>(RowKind::kUntouched);
+    for (I64 r = valid[g]; r < c.capacity; ++r)
+      p.row_kinds[g * c.capacity + r] = static_cast<std::int8_t>(RowKind::kUntouched);
   }
   moegemm::MaskedLayout layout;
   layout.valid_rows = TensorView::contiguous(upload(p, counts, stream), DType::kInt32, {c.groups});
@@ -327,9 +328,8 @@ void fp8_masked(Problem& p, const Case& c, cudaStream_t stream) {
   const BlockFp8 b = block_fp8(p, g_count, n, k, c.seed + 2, stream);
   output(p, g_count * cap, n, false);
   const moegemm::MaskedLayout layout = masked_layout(p, c, valid, stream);
-  const moegemm::Fp8Operand av{
-      TensorView::contiguous(a.q, DType::kFloat8E4M3, {g_count, cap, k}),
-      TensorView::strided(a.sf, DType::kFloat32, {g_count, cap, kb}, {a.ld * kb, 1, a.ld})};
+  const moegemm::Fp8Operand av{TensorView::contiguous(a.q, DType::kFloat8E4M3, {g_count, cap, k}),
+                               TensorView::strided(a.sf, DType::kFloat32, {g_count, cap, kb}, {a.ld * kb, 1, a.ld})};
   const moegemm::Fp8Operand bv{TensorView::contiguous(b.q, DType::kFloat8E4M3, {g_count, n, k}),
                                TensorView::contiguous(b.sf, DType::kFloat32, {g_count, nb, kb})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {g_count, cap, n});
@@ -366,8 +366,7 @@ moegemm::KGroupedLayout kgrouped_layout(Problem& p, const std::vector<I64>& ks, 
   moegemm::KGroupedLayout layout;
   layout.ks = ks;
   std::vector<std::int32_t> device_ks(ks.begin(), ks.end());
-  layout.ks_device = TensorView::contiguous(upload(p, device_ks, stream), DType::kInt32,
-                                            {static_cast<I64>(ks.size())});
+  layout.ks_device = TensorView::contiguous(upload(p, device_ks, stream), DType::kInt32, {static_cast<I64>(ks.size())});
   return layout;
 }
 
@@ -389,10 +388,10 @@ void fp8_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
     fill_normal_bf16(b_x.get<std::uint16_t>(), n * sum_k, c.seed + 2, 1.0f, stream);
     I64 prefix = 0;
     for (I64 kg : ks) {
-      cast_rows_1x128(a_x.get<std::uint16_t>() + m * prefix, m, kg, kg, a_q + m * prefix, kg, sfa + (prefix / 128) * lda,
-                      1, lda, stream);
-      cast_rows_1x128(b_x.get<std::uint16_t>() + n * prefix, n, kg, kg, b_q + n * prefix, kg, sfb + (prefix / 128) * ldb,
-                      1, ldb, stream);
+      cast_rows_1x128(a_x.get<std::uint16_t>() + m * prefix, m, kg, kg, a_q + m * prefix, kg,
+                      sfa + (prefix / 128) * lda, 1, lda, stream);
+      cast_rows_1x128(b_x.get<std::uint16_t>() + n * prefix, n, kg, kg, b_q + n * prefix, kg,
+                      sfb + (prefix / 128) * ldb, 1, ldb, stream);
       prefix += kg;
     }
     CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -417,8 +416,9 @@ void fp8_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
     const I64 kg = ks[g];
     for (I64 r = 0; r < m; ++r) {
       const I64 row = g * m + r;
-      add_job(p, RefJob{m * prefix + r * kg, 1, r + (prefix / 128) * lda, lda, n * prefix, kg, 1, (prefix / 128) * ldb,
-                        1, ldb, kg, row * n, row * n, 1},
+      add_job(p,
+              RefJob{m * prefix + r * kg, 1, r + (prefix / 128) * lda, lda, n * prefix, kg, 1, (prefix / 128) * ldb, 1,
+                     ldb, kg, row * n, row * n, 1},
               r == 0 || r == m - 1);
     }
     prefix += kg;
@@ -454,8 +454,9 @@ void bf16_dense(Problem& p, const Case& c, cudaStream_t stream) {
   p.call = [av, bv, dv, cv, has_c](cudaStream_t st) { moegemm::bf16_gemm(av, bv, dv, has_c ? &cv : nullptr, st); };
   p.ref = RefOperands{RefInput::kBf16, a, b, nullptr, nullptr, 1, acc, c.d_f32, p.d, c.d_f32, n};
   for (I64 r = 0; r < m; ++r) {
-    add_job(p, RefJob{c.a_mn_major ? r : r * k, c.a_mn_major ? m : 1, 0, 0, 0, c.b_mn_major ? 1 : k,
-                      c.b_mn_major ? n : 1, 0, 0, 0, k, has_c ? r * n : -1, r * n, 1},
+    add_job(p,
+            RefJob{c.a_mn_major ? r : r * k, c.a_mn_major ? m : 1, 0, 0, 0, c.b_mn_major ? 1 : k, c.b_mn_major ? n : 1,
+                   0, 0, 0, k, has_c ? r * n : -1, r * n, 1},
             r == 0 || r == m - 1);
   }
   p.threshold = kBf16Threshold;
@@ -480,7 +481,8 @@ void bf16_contiguous(Problem& p, const Case& c, cudaStream_t stream) {
   p.ref = RefOperands{RefInput::kBf16, a, b, nullptr, nullptr, 1, nullptr, false, p.d, false, n};
   for (I64 g = 0; g < g_count; ++g) {
     for (I64 r = s.start[g]; r < s.start[g] + s.size[g]; ++r) {
-      add_job(p, RefJob{r * k, 1, 0, 0, g * n * k, c.b_mn_major ? 1 : k, c.b_mn_major ? n : 1, 0, 0, 0, k, -1, r * n, 1},
+      add_job(p,
+              RefJob{r * k, 1, 0, 0, g * n * k, c.b_mn_major ? 1 : k, c.b_mn_major ? n : 1, 0, 0, 0, k, -1, r * n, 1},
               r == s.start[g] || r == s.start[g] + s.size[g] - 1);
     }
   }
@@ -552,15 +554,33 @@ std::unique_ptr<Problem> make_problem(const Case& c, cudaStream_t stream) {
   auto p = std::make_unique<Problem>();
   p->buffers.reserve(32);
   switch (c.family) {
-    case Family::kFp8Dense: fp8_dense(*p, c, stream); break;
-    case Family::kFp8Wgrad: fp8_wgrad(*p, c, stream); break;
-    case Family::kFp8Contiguous: fp8_contiguous(*p, c, stream); break;
-    case Family::kFp8Masked: fp8_masked(*p, c, stream); break;
-    case Family::kFp8KGrouped: fp8_kgrouped(*p, c, stream); break;
-    case Family::kBf16Dense: bf16_dense(*p, c, stream); break;
-    case Family::kBf16Contiguous: bf16_contiguous(*p, c, stream); break;
-    case Family::kBf16Masked: bf16_masked(*p, c, stream); break;
-    case Family::kBf16KGrouped: bf16_kgrouped(*p, c, stream); break;
+    case Family::kFp8Dense:
+      fp8_dense(*p, c, stream);
+      break;
+    case Family::kFp8Wgrad:
+      fp8_wgrad(*p, c, stream);
+      break;
+    case Family::kFp8Contiguous:
+      fp8_contiguous(*p, c, stream);
+      break;
+    case Family::kFp8Masked:
+      fp8_masked(*p, c, stream);
+      break;
+    case Family::kFp8KGrouped:
+      fp8_kgrouped(*p, c, stream);
+      break;
+    case Family::kBf16Dense:
+      bf16_dense(*p, c, stream);
+      break;
+    case Family::kBf16Contiguous:
+      bf16_contiguous(*p, c, stream);
+      break;
+    case Family::kBf16Masked:
+      bf16_masked(*p, c, stream);
+      break;
+    case Family::kBf16KGrouped:
+      bf16_kgrouped(*p, c, stream);
+      break;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return p;

@@ -16,14 +16,14 @@
 namespace moegemm::bench {
 
 struct BaselineSpec {
-  std::string name;               // "cublasLt-pt", "cublasLt-blk", "cublasLt-bf16"
-  std::vector<LtProblem> forms;   // tried in order; the first one cuBLASLt has an algorithm for is timed
+  std::string name;              // "cublasLt-pt", "cublasLt-blk", "cublasLt-bf16"
+  std::vector<LtProblem> forms;  // tried in order; the first one cuBLASLt has an algorithm for is timed
   // When the baseline computes exactly the checked product: the reference rows' D offsets for each form.
   std::vector<std::vector<RefJob>> check_jobs;
 };
 
 struct Problem {
-  std::vector<DeviceBuffer> buffers;  // everything below points into these
+  std::vector<DeviceBuffer> buffers;       // everything below points into these
   std::function<void(cudaStream_t)> call;  // the moegemm call; throws moegemm::Error
   void* d = nullptr;
   bool d_f32 = false;
@@ -31,12 +31,12 @@ struct Problem {
   std::int64_t n = 0;
   std::vector<std::int8_t> row_kinds;  // RowKind of every D row
   RefOperands ref;
-  std::vector<RefJob> jobs;            // one per valid output row
-  std::vector<char> boundary;          // jobs[i] is a first/last row of an expert: checked first
+  std::vector<RefJob> jobs;    // one per valid output row
+  std::vector<char> boundary;  // jobs[i] is a first/last row of an expert: checked first
   double threshold = 1e-3;
   double flops = 0;
   double bytes = 0;
-  std::string note;                    // "M_total=33024" and similar
+  std::string note;  // "M_total=33024" and similar
   std::vector<BaselineSpec> baselines;
 };
 

@@ -89,8 +89,8 @@ __global__ void diff_kernel(RefOperands ops, const RefJob* jobs, std::int64_t nu
   if (nan != 0) atomicAdd(&sums->nan, nan);
 }
 
-__global__ void scan_kernel(const void* d, bool d_is_f32, std::int64_t rows, std::int64_t n,
-                            const std::int8_t* kinds, ScanCounts* counts) {
+__global__ void scan_kernel(const void* d, bool d_is_f32, std::int64_t rows, std::int64_t n, const std::int8_t* kinds,
+                            ScanCounts* counts) {
   unsigned long long nan_valid = 0, nonzero_pad = 0, touched = 0;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < rows * n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {

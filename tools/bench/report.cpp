@@ -46,10 +46,18 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(ch) < 0x20) {
           char buf[8];
@@ -141,8 +149,8 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results) {
     std::size_t label_width = 20;
     for (const CaseResult* r : rows) label_width = std::max(label_width, r->c.label().size());
     os << "\n== " << suite << " ==\n";
-    std::string header = pad("row", label_width, true) + " | " + pad("moegemm us", 10) + pad("TFLOPS", 8) +
-                         pad("GB/s", 7);
+    std::string header =
+        pad("row", label_width, true) + " | " + pad("moegemm us", 10) + pad("TFLOPS", 8) + pad("GB/s", 7);
     for (const std::string& name : names) header += " | " + pad(name + " us", 17) + pad("TFLOPS", 8);
     for (const std::string& name : names) header += " | " + pad("x " + name.substr(name.find('-') + 1), 7);
     header += " | check";
@@ -194,24 +202,25 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
      << ",\n  \"commit\": " << json_string(info.commit) << ",\n  \"seed\": " << info.seed
      << ",\n  \"iters\": " << info.settings.iters << ",\n  \"warmup\": " << info.settings.warmup
      << ",\n  \"check\": " << (info.settings.check ? "true" : "false")
-     << ",\n  \"check_budget\": " << json_number(info.settings.check_budget) << ",\n  \"device\": {\"name\": "
-     << json_string(info.device_name) << ", \"sm_count\": " << info.sm_count << ", \"compute_capability\": \""
-     << info.cc_major << "." << info.cc_minor << "\", \"clock_khz\": " << info.clock_khz
-     << ", \"memory_clock_khz\": " << info.memory_clock_khz << ", \"l2_bytes\": " << info.l2_bytes
-     << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version << ", \"driver\": " << info.driver_version
-     << ", \"cublaslt\": " << info.cublaslt_version << "},\n  \"results\": [";
+     << ",\n  \"check_budget\": " << json_number(info.settings.check_budget)
+     << ",\n  \"device\": {\"name\": " << json_string(info.device_name) << ", \"sm_count\": " << info.sm_count
+     << ", \"compute_capability\": \"" << info.cc_major << "." << info.cc_minor
+     << "\", \"clock_khz\": " << info.clock_khz << ", \"memory_clock_khz\": " << info.memory_clock_khz
+     << ", \"l2_bytes\": " << info.l2_bytes << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version
+     << ", \"driver\": " << info.driver_version << ", \"cublaslt\": " << info.cublaslt_version
+     << "},\n  \"results\": [";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const CaseResult& r = results[i];
     const Case& c = r.c;
-    os << (i == 0 ? "\n" : ",\n") << "    {\"suite\": " << json_string(c.suite) << ", \"label\": "
-       << json_string(c.label()) << ", \"m\": " << c.m << ", \"n\": " << c.n << ", \"k\": " << c.k
+    os << (i == 0 ? "\n" : ",\n") << "    {\"suite\": " << json_string(c.suite)
+       << ", \"label\": " << json_string(c.label()) << ", \"m\": " << c.m << ", \"n\": " << c.n << ", \"k\": " << c.k
        << ", \"groups\": " << c.groups << ", \"expected\": " << c.expected << ", \"capacity\": " << c.capacity
        << ", \"group_ends\": " << (c.group_ends ? "true" : "false") << ", \"d\": \"" << (c.d_f32 ? "fp32" : "bf16")
-       << "\", \"accumulate\": " << (c.accumulate ? "true" : "false") << ", \"a_mn_major\": "
-       << (c.a_mn_major ? "true" : "false") << ", \"b_mn_major\": " << (c.b_mn_major ? "true" : "false")
-       << ", \"note\": " << json_string(r.note) << ", \"flops\": " << json_number(r.flops)
-       << ", \"bytes\": " << json_number(r.bytes) << ",\n     \"moegemm\": " << timing_json(r.moegemm, r.flops, r.bytes)
-       << ",\n     \"baselines\": [";
+       << "\", \"accumulate\": " << (c.accumulate ? "true" : "false")
+       << ", \"a_mn_major\": " << (c.a_mn_major ? "true" : "false")
+       << ", \"b_mn_major\": " << (c.b_mn_major ? "true" : "false") << ", \"note\": " << json_string(r.note)
+       << ", \"flops\": " << json_number(r.flops) << ", \"bytes\": " << json_number(r.bytes)
+       << ",\n     \"moegemm\": " << timing_json(r.moegemm, r.flops, r.bytes) << ",\n     \"baselines\": [";
     for (std::size_t b = 0; b < r.baselines.size(); ++b) {
       os << (b == 0 ? "" : ", ") << timing_json(r.baselines[b], r.flops, r.bytes);
     }
@@ -223,7 +232,8 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
       os << (first ? "" : ", ") << json_string(r.baselines[b].name) << ": " << json_number(s);
       first = false;
     }
-    os << "},\n     \"check\": " << check_json(r.check) << ",\n     \"baseline_check\": " << check_json(r.baseline_check)
+    os << "},\n     \"check\": " << check_json(r.check)
+       << ",\n     \"baseline_check\": " << check_json(r.baseline_check)
        << ",\n     \"failed\": " << (r.failed() ? "true" : "false") << ", \"error\": " << json_string(r.error) << "}";
   }
   os << "\n  ]\n}\n";

@@ -94,7 +94,8 @@ class Reference {
     out->nonzero_pad = counts_host.nonzero_pad;
     out->touched = counts_host.touched;
     std::string why;
-    if (!(out->diff < p.threshold)) why += "diff " + std::to_string(out->diff) + " >= " + std::to_string(p.threshold) + "; ";
+    if (!(out->diff < p.threshold))
+      why += "diff " + std::to_string(out->diff) + " >= " + std::to_string(p.threshold) + "; ";
     if (out->nan_checked != 0) why += std::to_string(out->nan_checked) + " NaN in checked rows; ";
     if (out->nan_valid != 0) why += std::to_string(out->nan_valid) + " unwritten (NaN) valid elements; ";
     if (out->nonzero_pad != 0) why += std::to_string(out->nonzero_pad) + " non-zero padding elements; ";
@@ -116,9 +117,7 @@ class Reference {
   DeviceBuffer values_;
 };
 
-void poison_output(const Problem& p, cudaStream_t stream) {
-  poison(p.d, p.d_rows * p.n, p.d_f32 ? 4 : 2, stream);
-}
+void poison_output(const Problem& p, cudaStream_t stream) { poison(p.d, p.d_rows * p.n, p.d_f32 ? 4 : 2, stream); }
 
 }  // namespace
 
@@ -187,7 +186,8 @@ CaseResult Runner::run(const Case& c) {
   try {
     std::unique_ptr<Reference> reference;
     auto ensure_reference = [&]() -> const Reference& {
-      if (!reference) reference = std::make_unique<Reference>(p, rows_to_check(p, settings_.check_budget, c.seed), stream_);
+      if (!reference)
+        reference = std::make_unique<Reference>(p, rows_to_check(p, settings_.check_budget, c.seed), stream_);
       return *reference;
     };
 

@@ -9,7 +9,7 @@ namespace {
 using NK = std::pair<std::int64_t, std::int64_t>;
 
 // DeepSeek's (N, K) pairs of the anchor's dense benchmark, and its FP32-output pairs (BF16 only).
-const std::vector<NK> kDenseNK = {{2112, 7168}, {576, 7168},  {24576, 1536}, {32768, 512},
+const std::vector<NK> kDenseNK = {{2112, 7168},  {576, 7168},  {24576, 1536}, {32768, 512},
                                   {7168, 16384}, {4096, 7168}, {7168, 2048}};
 const std::vector<NK> kFp32OutNK = {{256, 7168}, {129280, 7168}};
 const std::vector<NK> kDgradNK = {{7168, 2112}, {7168, 576}, {1536, 24576}, {512, 32768}};
@@ -21,9 +21,8 @@ struct KGroupedRow {
   int groups;
   std::int64_t m, n, expected_k;
 };
-const std::vector<KGroupedRow> kKGroupedRows = {{4, 4096, 7168, 8192},  {4, 7168, 2048, 8192},
-                                                {8, 4096, 7168, 4096},  {8, 7168, 2048, 4096},
-                                                {16, 4096, 7168, 2048}, {16, 7168, 2048, 2048}};
+const std::vector<KGroupedRow> kKGroupedRows = {{4, 4096, 7168, 8192}, {4, 7168, 2048, 8192},  {8, 4096, 7168, 4096},
+                                                {8, 7168, 2048, 4096}, {16, 4096, 7168, 2048}, {16, 7168, 2048, 2048}};
 
 std::uint64_t mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

@@ -26,15 +26,15 @@ struct Case {
   Family family = Family::kFp8Dense;
   std::int64_t m = 0, n = 0, k = 0;  // dense: the GEMM; m-grouped: n, k; k-grouped: m, n (K per group drawn)
   int groups = 0;
-  std::int64_t expected = 0;         // grouped: expected rows (M-grouped) or tokens (K-grouped) per expert
-  std::int64_t capacity = 0;         // masked: rows per expert slab
-  bool group_ends = false;           // contiguous: the kGroupEnds ("psum") index form, else kRowToGroup
-  bool d_f32 = false;                // FP32 D (else BF16)
-  bool accumulate = false;           // D = C + A B^T
-  bool a_mn_major = false;           // BF16 operand majors
+  std::int64_t expected = 0;  // grouped: expected rows (M-grouped) or tokens (K-grouped) per expert
+  std::int64_t capacity = 0;  // masked: rows per expert slab
+  bool group_ends = false;    // contiguous: the kGroupEnds ("psum") index form, else kRowToGroup
+  bool d_f32 = false;         // FP32 D (else BF16)
+  bool accumulate = false;    // D = C + A B^T
+  bool a_mn_major = false;    // BF16 operand majors
   bool b_mn_major = false;
-  std::string tag;                   // "dgrad", "NN", ... for the row label
-  std::uint64_t seed = 0;            // data and group sizes of this case
+  std::string tag;         // "dgrad", "NN", ... for the row label
+  std::uint64_t seed = 0;  // data and group sizes of this case
 
   std::string label() const;  // "m=4096 n=7168 k=2048", "G=8 exp=4096 n=4096 k=2048 ends", ...
 };
