@@ -231,7 +231,7 @@ void fp8_wgrad(Problem& p, const Case& c, cudaStream_t stream) {
 }
 
 // Expert segments of the contiguous layout: rows [start, start + size) valid, then padding to the next multiple
-// of 128. Fills the index in the requested form and the row kinds; returns M_total.
+// of 128; total is M_total.
 struct Segments {
   std::vector<I64> start, size;
   I64 total = 0;
@@ -247,6 +247,8 @@ Segments contiguous_segments(const Case& c, std::mt19937_64& rng) {
   return s;
 }
 
+// The index in the case's form, and the row kinds: padding rows are zeros in the row-to-expert form and untouched
+// gaps in the running-ends form.
 moegemm::ContiguousLayout contiguous_layout(Problem& p, const Case& c, const Segments& s, cudaStream_t stream) {
   moegemm::ContiguousLayout layout;
   layout.expected_m_per_group = static_cast<int>(c.expected);
