@@ -33,7 +33,9 @@ bool speedup(const CaseResult& r, std::size_t baseline, double* out) {
 }
 
 std::string time_cell(const Timing& t) { return t.ok() ? fixed(t.median_us, 1) : t.status; }
-std::string tflops_cell(double flops, const Timing& t) { return t.ok() ? fixed(tflops(flops, t), 0) : "-"; }
+// Small-M rows run at a few TFLOPS: keep two significant digits there.
+std::string tflops_text(double v) { return fixed(v, v < 10 ? 2 : v < 100 ? 1 : 0); }
+std::string tflops_cell(double flops, const Timing& t) { return t.ok() ? tflops_text(tflops(flops, t)) : "-"; }
 
 std::string check_cell(const CaseResult& r) {
   if (!r.error.empty()) return "FAIL (error)";
@@ -114,10 +116,10 @@ void print_progress(std::ostream& os, const CaseResult& r) {
   os << "[" << r.c.suite << "] " << r.c.label();
   if (!r.note.empty()) os << " (" << r.note << ")";
   os << ": moegemm " << time_cell(r.moegemm);
-  if (r.moegemm.ok()) os << " us " << fixed(tflops(r.flops, r.moegemm), 0) << " TFLOPS";
+  if (r.moegemm.ok()) os << " us " << tflops_text(tflops(r.flops, r.moegemm)) << " TFLOPS";
   for (const Timing& b : r.baselines) {
     os << ", " << b.name << " " << time_cell(b);
-    if (b.ok()) os << " us " << fixed(tflops(r.flops, b), 0) << " TFLOPS";
+    if (b.ok()) os << " us " << tflops_text(tflops(r.flops, b)) << " TFLOPS";
     if (!b.ok() && !b.detail.empty()) os << " (" << b.detail << ")";
   }
   os << ", check " << check_cell(r);
