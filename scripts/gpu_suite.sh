@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The main job on a machine with an H200: configure and build (Release, tests and tools on), check that a GPU is
+# present, run the GoogleTest suite, run moegemm-bench over the benchmark suites, keep every log and JSON in one
+# folder, and print the benchmark tables last. Needs no network.
+#
+# Environment:
+#   BUILD_DIR    build folder (default build-gpu in the repository root)
+#   RESULTS_DIR  logs and JSON (default results/<UTC date> in the repository root)
+#   SUITES       benchmark suites, space- or comma-separated (default "dense contiguous masked";
+#                all: dense contiguous masked wgrad kgrouped bf16)
+#   BENCH_ARGS   extra moegemm-bench flags, e.g. "--iters 50" or "--no-check"
+#   JOBS         parallel build jobs (default: all cores)
+# Exit status: 0 when the build, every test and every checked benchmark row passed; 2 without a GPU; 1 otherwise.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu}"
+RESULTS_DIR="${RESULTS_DIR:-$ROOT/results/$(date -u +%Y-%m-%d)}"
+SUITES="${SUITES:-dense contiguous masked}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+JOBS="${JOBS:-$(nproc)}"
+
+mkdir -p "$RESULTS_DIR" || { echo "gpu_suite: cannot create $RESULTS_DIR"; exit 1; }
+COMMIT="$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+if [ "$COMMIT" != unknown ] && [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  COMMIT="$COMMIT-dirty"
+fi
+say() { echo "gpu_suite: $*" | tee -a "$RESULTS_DIR/summary.txt"; }
+: > "$RESULTS_DIR/summary.txt"
+say "$(date -u +%Y-%m-%dT%H:%M:%SZ) commit $COMMIT, build $BUILD_DIR, results $RESULTS_DIR"
+
+# ---- Build --------------------------------------------------------------------------------------------------------
+GENERATOR=()
+if command -v ninja > /dev/null 2>&1; then GENERATOR=(-G Ninja); fi
+if [ -f "$BUILD_DIR/CMakeCache.txt" ]; then GENERATOR=(); fi  # keep the generator the folder was made with
+if ! cmake -S "$ROOT" -B "$BUILD_DIR" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DMOEGEMM_BUILD_TESTS=ON -DMOEGEMM_BUILD_TOOLS=ON > "$RESULTS_DIR/configure.log" 2>&1; then
+  tail -n 30 "$RESULTS_DIR/configure.log"
+  say "configure failed (log: $RESULTS_DIR/configure.log)"
+  exit 1
+fi
+if ! cmake --build "$BUILD_DIR" -j "$JOBS" > "$RESULTS_DIR/build.log" 2>&1; then
+  tail -n 30 "$RESULTS_DIR/build.log"
+  say "build failed (log: $RESULTS_DIR/build.log)"
+  exit 1
+fi
+say "build ok"
+
+# ---- GPU present? -------------------------------------------------------------------------------------------------
+BENCH="$BUILD_DIR/tools/moegemm-bench"
+if ! PROBE="$("$BENCH" --probe 2>&1)"; then
+  say "${PROBE:-moegemm-bench: no CUDA device: the probe failed}"
+  exit 2
+fi
+say "$PROBE"
+
+# ---- Tests --------------------------------------------------------------------------------------------------------
+STATUS=0
+if ctest --test-dir "$BUILD_DIR" --output-on-failure > "$RESULTS_DIR/ctest.log" 2>&1; then
+  say "ctest: $(grep -E 'tests passed' "$RESULTS_DIR/ctest.log" | tail -n 1)"
+else
+  STATUS=1
+  SUMMARY="$(grep -E 'tests passed|tests failed' "$RESULTS_DIR/ctest.log" | tail -n 1)"
+  say "ctest FAILED: $SUMMARY (log: $RESULTS_DIR/ctest.log)"
+  grep -E '^\s*[0-9]+ - ' "$RESULTS_DIR/ctest.log" | tee -a "$RESULTS_DIR/summary.txt"
+fi
+SKIPPED="$(grep -c 'Skipped' "$RESULTS_DIR/ctest.log" || true)"
+[ "$SKIPPED" != 0 ] && say "ctest: $SKIPPED tests skipped (see ctest.log for why)"
+
+# ---- Benchmarks ---------------------------------------------------------------------------------------------------
+# One process per suite: a crash in one suite keeps the others' numbers.
+TABLES=()
+for SUITE in ${SUITES//,/ }; do
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
+  "$BENCH" --suite "$SUITE" --commit "$COMMIT" --json "$RESULTS_DIR/$SUITE.json" $BENCH_ARGS \
+      > "$RESULTS_DIR/$SUITE.table" 2> "$RESULTS_DIR/$SUITE.log"
+  RC=$?
+  TABLES+=("$RESULTS_DIR/$SUITE.table")
+  if [ "$RC" -ne 0 ]; then
+    STATUS=1
+    say "bench $SUITE FAILED (exit $RC; log: $RESULTS_DIR/$SUITE.log)"
+    tail -n 5 "$RESULTS_DIR/$SUITE.log"
+  else
+    say "bench $SUITE ok"
+  fi
+done
+
+echo
+for TABLE in "${TABLES[@]}"; do cat "$TABLE"; done | tee "$RESULTS_DIR/tables.txt"
+echo
+say "done: status $STATUS, results in $RESULTS_DIR"
+exit "$STATUS"

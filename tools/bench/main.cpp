@@ -1,0 +1,244 @@
+// moegemm-bench: times moegemm's GEMMs against cuBLASLt in one run and checks every output against a float64
+// reference on the GPU. docs/benchmarking.md describes the columns and the method.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "report.hpp"
+#include "runner.hpp"
+#include "suites.hpp"
+
+namespace {
+
+using namespace moegemm::bench;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitNoDevice = 2;
+constexpr int kExitUsage = 64;
+
+struct Options {
+  std::vector<std::string> suites = {"dense", "contiguous", "masked"};
+  ShapeOverride shape;
+  RunSettings settings;
+  unsigned long long seed = 1;
+  std::string json_path;
+  std::string commit;
+  bool list = false;
+  bool probe = false;
+};
+
+const char* kUsage =
+    "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
+    "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
+    "                     [--json FILE] [--commit SHA] [--list] [--probe]\n"
+    "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
+    "                   (default dense,contiguous,masked)\n"
+    "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
+    "                   contiguous, masked: --groups --expected-m --n --k; kgrouped: --groups --m --n\n"
+    "                   --expected-m, the expected K per expert)\n"
+    "  --iters N        timed calls per measurement, median reported (default 30)\n"
+    "  --warmup N       untimed calls before timing (default 3)\n"
+    "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
+    "  --list           print the rows that would run and exit (needs no GPU)\n"
+    "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+long long to_integer(const std::string& flag, const std::string& value) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || value.empty()) {
+    throw std::invalid_argument(flag + ": must be an integer, got " + value);
+  }
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(arg + ": needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--suite" || arg == "--suites") {
+      o.suites = split(value());
+      if (o.suites.size() == 1 && o.suites[0] == "all") o.suites = known_suites();
+    } else if (arg == "--m") {
+      o.shape.m = to_integer(arg, value());
+    } else if (arg == "--n") {
+      o.shape.n = to_integer(arg, value());
+    } else if (arg == "--k") {
+      o.shape.k = to_integer(arg, value());
+    } else if (arg == "--groups") {
+      o.shape.groups = static_cast<int>(to_integer(arg, value()));
+    } else if (arg == "--expected-m") {
+      o.shape.expected = to_integer(arg, value());
+    } else if (arg == "--iters") {
+      o.settings.iters = static_cast<int>(to_integer(arg, value()));
+      if (o.settings.iters < 1) throw std::invalid_argument("--iters: must be at least 1");
+    } else if (arg == "--warmup") {
+      o.settings.warmup = static_cast<int>(to_integer(arg, value()));
+      if (o.settings.warmup < 0) throw std::invalid_argument("--warmup: must not be negative");
+    } else if (arg == "--seed") {
+      o.seed = static_cast<unsigned long long>(to_integer(arg, value()));
+    } else if (arg == "--check") {
+      o.settings.check = true;
+    } else if (arg == "--no-check") {
+      o.settings.check = false;
+    } else if (arg == "--check-budget") {
+      o.settings.check_budget = std::stod(value());
+    } else if (arg == "--json") {
+      o.json_path = value();
+    } else if (arg == "--commit") {
+      o.commit = value();
+    } else if (arg == "--list") {
+      o.list = true;
+    } else if (arg == "--probe") {
+      o.probe = true;
+    } else {
+      throw std::invalid_argument(arg + ": unknown option (see --help)");
+    }
+  }
+  return o;
+}
+
+// Empty when a usable (compute capability 9.0) device is present, else the reason.
+// moegemm::device_info() answers the same question for the library; the tool asks the runtime it is linked with.
+std::string device_problem(cudaDeviceProp* prop) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    // Without any driver the runtime reports an "insufficient" one; say what is actually missing.
+    if (status == cudaErrorInsufficientDriver) {
+      void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (driver == nullptr) return "no CUDA driver (libcuda.so.1 not found)";
+      dlclose(driver);
+    }
+    return cudaGetErrorString(status);
+  }
+  if (count == 0) return "no device found";
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
+  if (cudaGetDeviceProperties(prop, device) != cudaSuccess) return "cannot read the properties of device 0";
+  if (prop->major != 9 || prop->minor != 0) {
+    return std::string(prop->name) + " has compute capability " + std::to_string(prop->major) + "." +
+           std::to_string(prop->minor) + ", the kernels need 9.0 (sm_90a)";
+  }
+  return {};
+}
+
+RunInfo run_info(const Options& o, const cudaDeviceProp& prop, int argc, char** argv) {
+  RunInfo info;
+  info.device_name = prop.name;
+  info.sm_count = prop.multiProcessorCount;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  info.l2_bytes = prop.l2CacheSize;
+  int device = 0;
+  cudaGetDevice(&device);
+  if (cudaDeviceGetAttribute(&info.clock_khz, cudaDevAttrClockRate, device) != cudaSuccess) info.clock_khz = 0;
+  if (cudaDeviceGetAttribute(&info.memory_clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess) {
+    info.memory_clock_khz = 0;
+  }
+  cudaRuntimeGetVersion(&info.runtime_version);
+  cudaDriverGetVersion(&info.driver_version);
+  info.cublaslt_version = static_cast<long long>(cublasLtGetVersion());
+  info.commit = o.commit;
+  info.seed = o.seed;
+  info.settings = o.settings;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) info.command_line += ' ';
+    info.command_line += argv[i];
+  }
+  return info;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  std::vector<Case> cases;
+  try {
+    options = parse(argc, argv);
+    for (const std::string& suite : options.suites) {
+      for (Case& c : build_suite(suite, options.shape, options.seed)) cases.push_back(std::move(c));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "moegemm-bench: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (options.list) {
+    for (const Case& c : cases) std::cout << c.suite << ": " << c.label() << "\n";
+    std::cout << cases.size() << " cases\n";
+    return 0;
+  }
+
+  cudaDeviceProp prop{};
+  const std::string problem = device_problem(&prop);
+  if (!problem.empty()) {
+    std::cout << "moegemm-bench: no CUDA device: " << problem << "\n";
+    return kExitNoDevice;
+  }
+  const RunInfo info = run_info(options, prop, argc, argv);
+  if (options.probe) {
+    std::cout << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, compute capability "
+              << info.cc_major << "." << info.cc_minor << ", driver " << info.driver_version << ", runtime "
+              << info.runtime_version << "\n";
+    return 0;
+  }
+  std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed << ", "
+            << options.settings.iters << " timed calls per measurement, check "
+            << (options.settings.check ? "on" : "off") << "\n";
+
+  std::vector<CaseResult> results;
+  try {
+    Runner runner(options.settings);
+    for (const Case& c : cases) {
+      results.push_back(runner.run(c));
+      print_progress(std::cerr, results.back());
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "moegemm-bench: " << e.what() << "\n";
+    return kExitFailed;
+  }
+
+  bool any_failed = false;
+  for (const CaseResult& r : results) any_failed = any_failed || r.failed();
+  if (!options.json_path.empty()) {
+    std::ofstream json(options.json_path);
+    write_json(json, info, results);
+    if (!json) {
+      std::cerr << "moegemm-bench: cannot write " << options.json_path << "\n";
+      any_failed = true;
+    }
+  }
+  std::cout << "moegemm-bench: seed " << options.seed << ", device " << info.device_name << "\n";
+  print_tables(std::cout, results);
+  return any_failed ? kExitFailed : 0;
+}

@@ -1,0 +1,46 @@
+// moegemm-bench: one benchmark row made concrete on the device: its inputs (random BF16 cast to FP8 on the GPU),
+// the moegemm call, the cuBLASLt baselines, and what the float64 check must compare.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "device_kernels.hpp"
+#include "lt_baseline.hpp"
+#include "suites.hpp"
+
+namespace moegemm::bench {
+
+struct BaselineSpec {
+  std::string name;              // "cublasLt-pt", "cublasLt-blk", "cublasLt-bf16"
+  std::vector<LtProblem> forms;  // tried in order; the first one cuBLASLt has an algorithm for is timed
+  // When the baseline computes exactly the checked product: the reference rows' D offsets for each form.
+  std::vector<std::vector<RefJob>> check_jobs;
+};
+
+struct Problem {
+  std::vector<DeviceBuffer> buffers;       // everything below points into these
+  std::function<void(cudaStream_t)> call;  // the moegemm call; throws moegemm::Error
+  void* d = nullptr;
+  bool d_f32 = false;
+  std::int64_t d_rows = 0;  // D seen as [d_rows, n] row-major
+  std::int64_t n = 0;
+  std::vector<std::int8_t> row_kinds;  // RowKind of every D row
+  RefOperands ref;
+  std::vector<RefJob> jobs;    // one per valid output row
+  std::vector<char> boundary;  // jobs[i] is a first/last row of an expert: checked first
+  double threshold = 1e-3;
+  double flops = 0;
+  double bytes = 0;
+  std::string note;  // "M_total=33024" and similar
+  std::vector<BaselineSpec> baselines;
+};
+
+// Allocates and fills everything on `stream` (and synchronises). Throws CudaFailure on CUDA errors.
+std::unique_ptr<Problem> make_problem(const Case& c, cudaStream_t stream);
+
+}  // namespace moegemm::bench

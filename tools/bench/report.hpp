@@ -1,0 +1,35 @@
+// moegemm-bench: the printed table and the JSON record of a run.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runner.hpp"
+
+namespace moegemm::bench {
+
+struct RunInfo {
+  std::string device_name;
+  int sm_count = 0;
+  int cc_major = 0, cc_minor = 0;
+  int clock_khz = 0, memory_clock_khz = 0;  // 0 when not readable
+  long long l2_bytes = 0;
+  int runtime_version = 0, driver_version = 0;
+  long long cublaslt_version = 0;
+  std::string commit;
+  std::string command_line;
+  unsigned long long seed = 0;
+  RunSettings settings;
+};
+
+double tflops(double flops, const Timing& t);
+double gbps(double bytes, const Timing& t);
+
+// One line per row as it completes (for logs).
+void print_progress(std::ostream& os, const CaseResult& r);
+// The tables, one per suite, with a footer of failures and geometric-mean speedups.
+void print_tables(std::ostream& os, const std::vector<CaseResult>& results);
+void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseResult>& results);
+
+}  // namespace moegemm::bench

@@ -1,0 +1,246 @@
+#include "runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+
+#include "device_kernels.hpp"
+#include "lt_baseline.hpp"
+#include "moegemm/error.hpp"
+#include "problem.hpp"
+
+namespace moegemm::bench {
+namespace {
+
+// Larger than the H200's 60 MB L2 several times over: every timed call starts with a cold cache.
+constexpr std::size_t kFlushBytes = 256ull << 20;
+constexpr std::int64_t kMinCheckedRows = 8;
+
+// The rows the float64 reference recomputes: all of them when that stays within the budget, else the first and
+// last rows of every expert first, then random rows, until the budget is spent.
+std::vector<std::size_t> rows_to_check(const Problem& p, double budget, std::uint64_t seed) {
+  const auto cost = [&](std::size_t i) { return static_cast<double>(std::max<std::int64_t>(p.jobs[i].k, 1)) * p.n; };
+  std::vector<std::size_t> all(p.jobs.size());
+  std::iota(all.begin(), all.end(), 0);
+  double total = 0;
+  for (std::size_t i : all) total += cost(i);
+  if (total <= budget) return all;
+  std::mt19937_64 rng(seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  std::stable_partition(all.begin(), all.end(), [&](std::size_t i) { return p.boundary[i] != 0; });
+  std::vector<std::size_t> chosen;
+  double spent = 0;
+  for (std::size_t i : all) {
+    if (spent + cost(i) > budget && static_cast<std::int64_t>(chosen.size()) >= kMinCheckedRows) break;
+    chosen.push_back(i);
+    spent += cost(i);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+// On the tool's (non-blocking) stream and synchronised: a plain cudaMemcpy would not order with it.
+template <typename T>
+DeviceBuffer upload(const std::vector<T>& host, cudaStream_t stream) {
+  DeviceBuffer buffer(host.size() * sizeof(T));
+  CUDA_CHECK(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return buffer;
+}
+
+// The float64 reference of the selected rows, computed once per case and compared with each checked output.
+class Reference {
+ public:
+  Reference(const Problem& p, std::vector<std::size_t> rows, cudaStream_t stream)
+      : problem_(p), rows_(std::move(rows)), stream_(stream) {
+    if (rows_.empty()) return;
+    values_.allocate(rows_.size() * static_cast<std::size_t>(p.n) * sizeof(double));
+    DeviceBuffer jobs = upload(select(p.jobs), stream);
+    reference_rows(p.ref, jobs.get<RefJob>(), static_cast<std::int64_t>(rows_.size()), values_.get<double>(), stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  // Compares the output currently in D, read through `jobs` (the problem's own or a baseline's layout).
+  void compare(const std::vector<RefJob>& jobs, bool scan, Check* out) const {
+    const Problem& p = problem_;
+    out->threshold = p.threshold;
+    out->rows_checked = static_cast<std::int64_t>(rows_.size());
+    out->rows_valid = static_cast<std::int64_t>(p.jobs.size());
+    DiffSums sums_host;
+    ScanCounts counts_host;
+    DeviceBuffer sums = upload(std::vector<DiffSums>{sums_host}, stream_);
+    DeviceBuffer counts = upload(std::vector<ScanCounts>{counts_host}, stream_);
+    if (!rows_.empty()) {
+      DeviceBuffer selected = upload(select(jobs), stream_);
+      diff_rows(p.ref, selected.get<RefJob>(), static_cast<std::int64_t>(rows_.size()), values_.get<double>(),
+                sums.get<DiffSums>(), stream_);
+    }
+    DeviceBuffer kinds;
+    if (scan) {
+      kinds = upload(p.row_kinds, stream_);
+      scan_output(p.d, p.d_f32, p.d_rows, p.n, kinds.get<std::int8_t>(), counts.get<ScanCounts>(), stream_);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaMemcpyAsync(&sums_host, sums.get(), sizeof(sums_host), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(&counts_host, counts.get(), sizeof(counts_host), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    // calc_diff of the anchor's tests: 1 - 2 sum(x y) / sum(x^2 + y^2), 0 when both are all zero.
+    out->diff = sums_host.xx_yy == 0 ? 0.0 : 1.0 - 2.0 * sums_host.xy / sums_host.xx_yy;
+    out->nan_checked = sums_host.nan;
+    out->nan_valid = counts_host.nan_valid;
+    out->nonzero_pad = counts_host.nonzero_pad;
+    out->touched = counts_host.touched;
+    std::string why;
+    if (!(out->diff < p.threshold))
+      why += "diff " + std::to_string(out->diff) + " >= " + std::to_string(p.threshold) + "; ";
+    if (out->nan_checked != 0) why += std::to_string(out->nan_checked) + " NaN in checked rows; ";
+    if (out->nan_valid != 0) why += std::to_string(out->nan_valid) + " unwritten (NaN) valid elements; ";
+    if (out->nonzero_pad != 0) why += std::to_string(out->nonzero_pad) + " non-zero padding elements; ";
+    if (out->touched != 0) why += std::to_string(out->touched) + " elements written outside the experts' rows; ";
+    out->status = why.empty() ? "PASS" : "FAIL";
+    out->detail = why;
+  }
+
+ private:
+  std::vector<RefJob> select(const std::vector<RefJob>& jobs) const {
+    std::vector<RefJob> out;
+    out.reserve(rows_.size());
+    for (std::size_t i : rows_) out.push_back(jobs[i]);
+    return out;
+  }
+  const Problem& problem_;
+  std::vector<std::size_t> rows_;
+  cudaStream_t stream_;
+  DeviceBuffer values_;
+};
+
+void poison_output(const Problem& p, cudaStream_t stream) { poison(p.d, p.d_rows * p.n, p.d_f32 ? 4 : 2, stream); }
+
+}  // namespace
+
+Runner::Runner(const RunSettings& settings) : settings_(settings) {
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (cublasLtCreate(&lt_) != CUBLAS_STATUS_SUCCESS) throw CudaFailure("cublasLtCreate failed");
+  workspace_.allocate(kLtWorkspaceBytes);
+  flush_.allocate(kFlushBytes);
+  events_.resize(2 * static_cast<std::size_t>(std::max(settings_.iters, 1)));
+  for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+}
+
+Runner::~Runner() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (lt_ != nullptr) cublasLtDestroy(lt_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+namespace {
+
+// Warm-up calls, then `iters` calls each after an L2 flush, each between its own pair of events; median of those.
+void time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stream, const RunSettings& settings,
+                void* flush, std::vector<cudaEvent_t>& events, Timing* out) {
+  for (int i = 0; i < settings.warmup; ++i) call(stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int iters = std::max(settings.iters, 1);
+  for (int i = 0; i < iters; ++i) {
+    CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, kFlushBytes, stream));
+    CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
+    call(stream);
+    CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> us(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
+    us[i] = 1e3 * ms;
+  }
+  std::sort(us.begin(), us.end());
+  const std::size_t mid = us.size() / 2;
+  out->median_us = us.size() % 2 == 1 ? us[mid] : 0.5 * (us[mid - 1] + us[mid]);
+  out->min_us = us.front();
+  out->max_us = us.back();
+  out->status = "ok";
+}
+
+}  // namespace
+
+CaseResult Runner::run(const Case& c) {
+  CaseResult result;
+  result.c = c;
+  result.moegemm.name = "moegemm";
+  std::unique_ptr<Problem> problem;
+  try {
+    problem = make_problem(c, stream_);
+  } catch (const std::exception& e) {
+    result.error = std::string("setup: ") + e.what();
+    cudaGetLastError();  // an allocation failure is not sticky: later rows may still fit
+    return result;
+  }
+  Problem& p = *problem;
+  result.note = p.note;
+  result.flops = p.flops;
+  result.bytes = p.bytes;
+  try {
+    std::unique_ptr<Reference> reference;
+    auto ensure_reference = [&]() -> const Reference& {
+      if (!reference)
+        reference = std::make_unique<Reference>(p, rows_to_check(p, settings_.check_budget, c.seed), stream_);
+      return *reference;
+    };
+
+    // moegemm: the first call compiles (JIT) and must succeed before anything is measured.
+    try {
+      p.call(stream_);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      if (settings_.check) {
+        poison_output(p, stream_);
+        p.call(stream_);
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        ensure_reference().compare(p.jobs, true, &result.check);
+      }
+      time_calls(p.call, stream_, settings_, flush_.get(), events_, &result.moegemm);
+    } catch (const moegemm::Error& e) {
+      result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
+      result.moegemm.detail = e.what();
+    }
+
+    for (const BaselineSpec& spec : p.baselines) {
+      Timing timing;
+      timing.name = spec.name;
+      LtGemm gemm;
+      std::size_t form = 0;
+      std::string why;
+      while (form < spec.forms.size() && !gemm.prepare(lt_, spec.forms[form], workspace_.get(), &why)) ++form;
+      if (form == spec.forms.size()) {
+        timing.status = "n/a";
+        timing.detail = why;
+      } else {
+        if (spec.forms.size() > 1) timing.detail = form == 0 ? "activation first (D transposed)" : "weights first";
+        // A failing baseline is reported in its cell; it says nothing about moegemm, so the row does not fail.
+        try {
+          const auto call = [&gemm](cudaStream_t s) { gemm.run(s); };
+          time_calls(call, stream_, settings_, flush_.get(), events_, &timing);
+          if (settings_.check && !spec.check_jobs.empty()) {
+            poison_output(p, stream_);
+            gemm.run(stream_);
+            CUDA_CHECK(cudaStreamSynchronize(stream_));
+            ensure_reference().compare(spec.check_jobs[form], false, &result.baseline_check);
+            result.baseline_check.detail = spec.name + ": " + result.baseline_check.detail;
+          }
+        } catch (const CudaFailure& e) {
+          timing.status = "error";
+          timing.detail = e.what();
+        }
+      }
+      result.baselines.push_back(timing);
+    }
+  } catch (const std::exception& e) {
+    result.error = e.what();
+  }
+  return result;
+}
+
+}  // namespace moegemm::bench
