@@ -12,6 +12,7 @@
 // Tile order comes from the one scheduler (common/scheduler.cuh), run identically by producer and consumers.
 #pragma once
 
+#include "common/cluster_split.cuh"
 #include "common/platform.cuh"
 #include "common/scheduler.cuh"
 #include "sm90/fp8_gemm_1d2d_params.cuh"
@@ -33,7 +34,9 @@ struct PipelineCursor {
   }
 };
 
-template <int kBlockM, int kBlockN, int kStages, int kKind>
+// kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
+// CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
+template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM>
 __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
     fp8_gemm_1d2d_kernel(const __grid_constant__ Fp8Gemm1d2dParams params) {
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
@@ -43,6 +46,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   constexpr int kMathWGs = kBlockM / 64;
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
+  static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
+  // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
+  static_assert(kClusterM == 1 || kLayout != GroupedKind::kContiguousRowToGroup, "no multicast for row-to-group");
+  static_assert(kClusterM == 1 || kBlockN % 16 == 0, "each CTA multicasts half of the B tile: 8-row swizzle atoms");
 
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
@@ -60,52 +67,67 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
     tma_prefetch_descriptor(&params.tma_sfa);
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&full_bar[s], 1);
-      mbarrier_init(&empty_bar[s], kMathWGs * 4);  // one arrival per consumer warp
+      mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterM);  // one arrival per consumer warp of the cluster
     }
     fence_barrier_init();
   }
-  __syncthreads();
+  // The peer multicasts into this CTA's stages and arrives on its barriers: both must be initialised first.
+  if constexpr (kClusterM > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
   // With programmatic dependent launch, everything above overlapped the previous kernel; inputs are read below.
   grid_dependency_wait();
+
+  const u32 cluster_rank = kClusterM > 1 ? cluster_cta_rank() : 0u;
+  const int cluster_id = static_cast<int>(blockIdx.x) / kClusterM;
+  const int num_clusters = static_cast<int>(gridDim.x) / kClusterM;
 
   if (warpgroup == kMathWGs) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<40>();
-    if (threadIdx.x != kMathWGs * 128) return;
-    PipelineCursor cur;
-    TileIterator tiles(prob, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
-    TileWork w;
-    while (tiles.next(w)) {
-      for (int g = w.group, first = 1;; first = 0) {
-        if (g >= 0) {
-          const int b_row = w.n_begin;  // row inside expert g's [N, K] slab (the 3-D descriptor adds g)
-          for (int kb = 0; kb < num_kb; ++kb) {
-            mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
-            u64* bar = &full_bar[cur.stage];
-            mbarrier_arrive_expect_tx(bar, kSmem.tx_bytes);
-            unsigned char* a_dst = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes;
-            unsigned char* b_dst = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
-            unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;
-            if constexpr (kMasked) {
-              const int row_in_group = w.a_row - g * prob.rows;
-              tma_load_3d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, row_in_group, g);
-              tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
-            } else {
-              tma_load_2d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, w.a_row);
-              tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
+    if (threadIdx.x == kMathWGs * 128) {
+      PipelineCursor cur;
+      TileIterator tiles(prob, cluster_id, num_clusters);
+      TileWork pair;
+      while (tiles.next(pair)) {
+        const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
+        for (int g = w.group;;) {
+          if (g >= 0) {
+            for (int kb = 0; kb < num_kb; ++kb) {
+              mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
+              u64* bar = &full_bar[cur.stage];
+              mbarrier_arrive_expect_tx(bar, kSmem.tx_bytes);
+              unsigned char* a_dst = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes;
+              unsigned char* b_dst = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
+              unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;
+              if constexpr (kMasked) {
+                const int row_in_group = w.a_row - g * prob.rows;
+                tma_load_3d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, row_in_group, g);
+                tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
+              } else {
+                tma_load_2d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, w.a_row);
+                tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
+              }
+              // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches its
+              // half of the tile's rows for both CTAs.
+              if constexpr (kClusterM > 1) {
+                constexpr int kHalf = kBlockN / 2;
+                tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kFp8BlockK, &params.tma_b, bar, 0x3,
+                                      kb * kFp8BlockK, w.n_begin + static_cast<int>(cluster_rank) * kHalf, g);
+              } else {
+                tma_load_3d(b_dst, &params.tma_b, bar, kb * kFp8BlockK, w.n_begin, g);
+              }
+              cur.advance<kStages>();
             }
-            tma_load_3d(b_dst, &params.tma_b, bar, kb * kFp8BlockK, b_row, g);
-            cur.advance<kStages>();
           }
+          g = next_pass_group(prob, w, g);
+          if (g < 0) break;
         }
-        (void)first;
-        g = next_pass_group(prob, w, g);
-        if (g < 0) break;
       }
     }
-    return;
-  }
-
+  } else {
   // ------------------------------------------------------------------ consumers
   setmaxnreg_inc<kMathWGs == 1 ? 240 : 232>();
   const u32 warp_in_wg = (threadIdx.x / 32) % 4;
@@ -116,11 +138,12 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   constexpr int kAcc = kBlockN / 2;
 
   PipelineCursor cur;
-  TileIterator tiles(prob, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
-  TileWork w;
+  TileIterator tiles(prob, cluster_id, num_clusters);
+  TileWork pair;
   float acc[kAcc];
   float result[kAcc];
-  while (tiles.next(w)) {
+  while (tiles.next(pair)) {
+    const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
     for (int g = w.group, first = 1;; first = 0) {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
@@ -154,7 +177,15 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
           fence_registers(acc);
           wgmma_wait<0>();
           fence_registers(acc);
-          if (lane == 0) mbarrier_arrive(&empty_bar[cur.stage]);
+          if (lane == 0) {
+            if constexpr (kClusterM > 1) {
+              // The stage is refilled by multicasts from both CTAs: release it to both producers.
+              mbarrier_arrive_cluster(&empty_bar[cur.stage], 0);
+              mbarrier_arrive_cluster(&empty_bar[cur.stage], 1);
+            } else {
+              mbarrier_arrive(&empty_bar[cur.stage]);
+            }
+          }
           cur.advance<kStages>();
           const float s_lo0 = sa_lo * scale_b0, s_hi0 = sa_hi * scale_b0;
           const float s_lo1 = sa_lo * scale_b1, s_hi1 = sa_hi * scale_b1;
@@ -198,6 +229,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
       if (g < 0) break;
     }
   }
+  }  // consumers
+  // No CTA may exit while its peer can still arrive on its barriers or multicast into its shared memory.
+  if constexpr (kClusterM > 1) cluster_sync();
 }
 
 }  // namespace moegemm::kernels::sm90

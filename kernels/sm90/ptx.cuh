@@ -75,6 +75,39 @@ MOEGEMM_DEVICE void tma_load_3d(void* dst, const TmaDescriptor* desc, u64* bar, 
       : "memory");
 }
 
+// The same load, delivered to the same shared-memory offset (and completing on the same barrier offset) in every
+// CTA of the cluster whose bit is set in cta_mask.
+MOEGEMM_DEVICE void tma_load_3d_multicast(void* dst, const TmaDescriptor* desc, u64* bar, unsigned short cta_mask,
+                                          int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%4, %5, %6}], [%2], %3;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<u64>(desc)), "r"(smem_addr(bar)), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// ---- Clusters -----------------------------------------------------------------------------------------------------
+MOEGEMM_DEVICE u32 cluster_cta_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// All threads of all CTAs of the cluster: arrive (release) then wait (acquire).
+MOEGEMM_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster (possibly this one).
+MOEGEMM_DEVICE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
+  asm volatile(
+      "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1; "
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
+
 // ---- Fences and barriers ------------------------------------------------------------------------------------------
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA, WGMMA) accesses.
 MOEGEMM_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

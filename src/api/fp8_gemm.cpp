@@ -85,11 +85,16 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   if (p.config != nullptr) {
     config = *p.config;
     plan::check_fp8_1d2d_config(config);
+    if (config.cluster_m > 1 && p.layout == validate::Layout::kContiguousRowToGroup) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "options.config: the row-to-group contiguous layout runs without clusters (cluster_m = 1), got " +
+                      config.to_string());
+    }
     config.math_warpgroups = config.block_m / 64;
     config.num_sms = sms;
     config.smem_bytes = plan::fp8_1d2d_smem_bytes(config);
   } else {
-    config = plan::choose_fp8_1d2d_config(shape_hint(p), sms);
+    config = plan::choose_fp8_1d2d_config(shape_hint(p), sms, p.layout != validate::Layout::kContiguousRowToGroup);
   }
   launch::launch_fp8_1d2d(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }

@@ -5,6 +5,7 @@
 
 #include "common/scheduler.cuh"
 #include "launch/tma.hpp"
+#include "moegemm/error.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch.hpp"
 #include "sm90/fp8_gemm_1d2d_params.cuh"
@@ -21,7 +22,8 @@ using kernels::sm90::kFp8BlockK;
 
 std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout) {
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
-         std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout));
+         std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
+         std::to_string(c.cluster_m);
 }
 
 jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout) {
@@ -29,13 +31,17 @@ jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout) {
   spec.name = fp8_1d2d_kernel_key(c, layout);
   spec.name_expression = "moegemm::kernels::sm90::fp8_gemm_1d2d_kernel<" + std::to_string(c.block_m) + ", " +
                          std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
-                         std::to_string(static_cast<int>(layout)) + ">";
+                         std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ">";
   spec.source = "#include \"sm90/fp8_gemm_1d2d.cuh\"\n";
   return spec;
 }
 
 void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
   const bool masked = a.layout == Fp8Layout::kMasked;
+  const int cluster = c.cluster_m;
+  if (cluster != 1 && (cluster != 2 || a.layout == Fp8Layout::kContiguousRowToGroup)) {
+    throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster_m " + std::to_string(cluster) + " for this layout");
+  }
   const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
 
   Fp8Gemm1d2dParams p{};
@@ -45,11 +51,12 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   prob.rows = a.rows;
   prob.n = a.n;
   prob.k = a.k;
-  prob.block_m = c.block_m;
+  // With a cluster the scheduler hands out pair tiles of 2 * block_m rows; each CTA takes one half.
+  prob.block_m = c.block_m * cluster;
   prob.block_n = c.block_n;
-  const int m_blocks = std::max(1, (a.rows + c.block_m - 1) / c.block_m);
+  const int m_blocks = std::max(1, (a.rows + prob.block_m - 1) / prob.block_m);
   const int n_blocks = (a.n + c.block_n - 1) / c.block_n;
-  prob.band = kernels::pick_raster_band(m_blocks, n_blocks, c.block_m, c.block_n, c.num_sms);
+  prob.band = kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, c.block_n, c.num_sms / cluster);
   prob.routing = a.routing;
 
   p.sfb = a.sfb;
@@ -87,7 +94,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   tb.dims[0] = a.k, tb.dims[1] = a.n, tb.dims[2] = a.num_groups;
   tb.strides_bytes[0] = a.ldb;
   tb.strides_bytes[1] = a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n;
-  tb.box[0] = kFp8BlockK, tb.box[1] = c.block_n, tb.box[2] = 1;
+  tb.box[0] = kFp8BlockK, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
   p.tma_b = make_tma_descriptor(tb);
 
   TmaSpec ts;
@@ -103,14 +110,14 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
 
   const long long items = kernels::max_work_items(prob);
   if (items == 0) return;
-  const unsigned grid = static_cast<unsigned>(std::min<long long>(c.num_sms, items));
+  const unsigned grid = static_cast<unsigned>(std::min<long long>(c.num_sms / cluster, items) * cluster);
 
   const jit::Kernel& kernel = jit::get_kernel(fp8_1d2d_kernel_key(c, a.layout), [&] { return fp8_1d2d_kernel_spec(c, a.layout); },
                                               stream);
   jit::LaunchConfig lc{};
   lc.grid[0] = grid, lc.grid[1] = 1, lc.grid[2] = 1;
   lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
-  lc.cluster[0] = lc.cluster[1] = lc.cluster[2] = 1;
+  lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = static_cast<unsigned>(c.smem_bytes);
   lc.pdl = pdl;
   void* args[] = {&p};

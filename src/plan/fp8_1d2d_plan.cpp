@@ -10,14 +10,17 @@
 namespace moegemm::plan {
 namespace {
 
-// Rates of one H200 SM, as leads for the model (docs/heuristics.md): FP8 dense peak 1979 TFLOP/s over 132 SMs,
-// L2-to-SM operand bandwidth about 100 GB/s per SM, HBM about 4 TB/s for the whole chip.
+// Rates of one H200 SM for the model (docs/heuristics.md): FP8 dense peak 1979 TFLOP/s over 132 SMs; operand
+// traffic from L2 about 50 GB/s per SM (the first benchmark run: 128x192 tiles of the large grouped shapes moved
+// 6.7 TB/s in total and ran at 0.4-0.5 of the tensor peak, so L2, not the tensor cores, bounded them); HBM about
+// 4 TB/s for the whole chip.
 constexpr double kFlopsPerSm = 1979e12 / 132;
-constexpr double kL2BytesPerSm = 100e9;
+constexpr double kL2BytesPerSm = 50e9;
 constexpr double kHbmBytes = 4.0e12;
 // Fixed cost of a tile on an SM (pipeline fill, epilogue), which makes extra waves cost something.
 constexpr double kTileOverheadUs = 0.8;
 constexpr int kStageCap = 16;
+constexpr double kKBlockLatencyUs = 0.3;
 
 constexpr int kBlockMs[] = {64, 128};
 constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
@@ -37,44 +40,54 @@ int fp8_1d2d_smem_bytes(const KernelConfig& c) {
   return kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes;
 }
 
-double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int num_sms) {
-  const long long m_blocks = std::max<long long>(1, (h.m_per_group + block_m - 1) / block_m);
+double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
+  // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty) and loads half of B.
+  const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
+  const long long m_blocks = std::max<long long>(1, (h.m_per_group + pair_rows - 1) / pair_rows) * cluster_m;
   const long long n_blocks = (h.n + block_n - 1) / block_n;
   const long long tiles = m_blocks * n_blocks * h.num_groups;
-  const long long waves = (tiles + num_sms - 1) / num_sms;
+  const long long slots = num_sms / cluster_m * cluster_m;
+  const long long waves = (tiles + slots - 1) / slots;
   // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows.
   const double mma_us = 2.0 * block_m * block_n * h.k / kFlopsPerSm * 1e6;
   const double real_rows = static_cast<double>(std::min<long long>(block_m, h.m_per_group));
-  const double load_us = (real_rows + block_n) * h.k / kL2BytesPerSm * 1e6;
-  const double per_tile_us = std::max(mma_us, load_us) + kTileOverheadUs;
+  const double load_us = (real_rows + static_cast<double>(block_n) / cluster_m) * h.k / kL2BytesPerSm * 1e6;
+  // One K block is a dependent chain (barrier wait, four WGMMAs, wait, promotion): it never takes less than
+  // kKBlockLatencyUs, however small the tile (measured: 64x16 tiles ran at 0.3-0.4 us per K block).
+  const double num_kb = std::ceil(h.k / 128.0);
+  const double per_tile_us = std::max({mma_us, load_us, num_kb * kKBlockLatencyUs}) + kTileOverheadUs;
   const double hbm_bytes = static_cast<double>(h.num_groups) * (h.m_per_group * h.k + 1.0 * h.n * h.k +
                                                                 2.0 * h.m_per_group * h.n);
   return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
 }
 
-KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms) {
+KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster) {
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
   bool have = false;
-  for (int bm : kBlockMs) {
-    for (int bn : kBlockNs) {
-      const double us = fp8_1d2d_modelled_us(hint, bm, bn, num_sms);
-      // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile: more CTAs pull bytes at once.
-      const double tile_us = static_cast<double>(bm) * bn;
-      if (!have || us < best_us * 0.999 || (us <= best_us * 1.001 && tile_us < best_tile_us)) {
-        have = true;
-        best_us = us;
-        best_tile_us = tile_us;
-        best.block_m = bm;
-        best.block_n = bn;
+  for (int cm : {1, 2}) {
+    if (cm == 2 && !allow_cluster) continue;
+    for (int bm : kBlockMs) {
+      for (int bn : kBlockNs) {
+        const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms);
+        // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
+        const double tile_us = static_cast<double>(bm) * bn * cm;
+        if (!have || us < best_us * 0.999 || (us <= best_us * 1.001 && tile_us < best_tile_us)) {
+          have = true;
+          best_us = us;
+          best_tile_us = tile_us;
+          best.block_m = bm;
+          best.block_n = bn;
+          best.cluster_m = cm;
+        }
       }
     }
   }
   best.block_k = kernels::sm90::kFp8BlockK;
   best.math_warpgroups = best.block_m / 64;
   best.stages = fp8_1d2d_max_stages(best.block_m, best.block_n);
-  best.cluster_m = best.cluster_n = 1;
+  best.cluster_n = 1;
   best.num_sms = num_sms;
   best.smem_bytes = kernels::sm90::fp8_1d2d_smem_layout(best.block_m, best.block_n, best.stages).launch_bytes;
   return best;
@@ -92,7 +105,9 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
   }
   if (c.block_k != kernels::sm90::kFp8BlockK) fail("block_k must be 128 for FP8", c);
   if (c.stages < 2) fail("stages must be at least 2", c);
-  if (c.cluster_m != 1 || c.cluster_n != 1) fail("clusters (multicast) are not implemented yet: use 1x1", c);
+  if ((c.cluster_m != 1 && c.cluster_m != 2) || c.cluster_n != 1) {
+    fail("clusters must be 1x1 or 2x1 (two CTAs along M sharing B)", c);
+  }
   if (kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes > kMaxSmemBytes) {
     fail("the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)",
          c);

@@ -19,7 +19,8 @@ struct Fp8ShapeHint {
 // Shared memory an SM90 CTA may use (the H100/H200 opt-in limit, 227 KiB).
 inline constexpr int kMaxSmemBytes = 232448;
 
-KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms);
+// allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
+KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster = true);
 
 // Throws Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
@@ -31,6 +32,6 @@ int fp8_1d2d_smem_bytes(const KernelConfig& config);
 int fp8_1d2d_max_stages(int block_m, int block_n);
 
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
-double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int num_sms);
+double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms);
 
 }  // namespace moegemm::plan

@@ -12,6 +12,7 @@ namespace {
 struct Case {
   int block_m, block_n;
   launch::Fp8Layout layout;
+  int cluster_m = 1;
 };
 
 class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
@@ -23,6 +24,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = c.block_m / 64;
   cfg.stages = plan::fp8_1d2d_max_stages(c.block_m, c.block_n);
+  cfg.cluster_m = c.cluster_m;
   plan::check_fp8_1d2d_config(cfg);
   const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
@@ -44,10 +46,12 @@ INSTANTIATE_TEST_SUITE_P(
     Configs, Fp8KernelCompiles,
     ::testing::Values(Case{128, 128, launch::Fp8Layout::kDense}, Case{128, 192, launch::Fp8Layout::kDense},
                       Case{64, 16, launch::Fp8Layout::kDense}, Case{128, 144, launch::Fp8Layout::kContiguousGroupEnds},
-                      Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup}, Case{64, 96, launch::Fp8Layout::kMasked}),
+                      Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup}, Case{64, 96, launch::Fp8Layout::kMasked},
+                      Case{128, 192, launch::Fp8Layout::kDense, 2}, Case{128, 160, launch::Fp8Layout::kMasked, 2},
+                      Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
-             std::to_string(static_cast<int>(info.param.layout));
+             std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m);
     });
 
 }  // namespace

@@ -162,23 +162,65 @@ TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
   const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
   ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
   std::vector<std::uint16_t> first;
+  for (int cm : {1, 2}) {
+    for (int bm : {64, 128}) {
+      for (int bn : {16, 32, 48, 64, 96, 128, 144, 160, 192}) {
+        KernelConfig cfg;
+        cfg.block_m = bm;
+        cfg.block_n = bn;
+        cfg.stages = 4;
+        cfg.math_warpgroups = bm / 64;
+        cfg.cluster_m = cm;
+        GemmOptions opt;
+        opt.config = &cfg;
+        d.fill_bytes(0xFF);
+        fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+        MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
+        expect_rows_match(got, want, n, "config sweep");
+        // Every configuration sums each 128-K block in the same order and promotes in the same order.
+        if (first.empty()) first = got;
+        EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << "bm " << bm << " bn " << bn << " cm " << cm;
+      }
+    }
+  }
+}
+
+// Clusters of two CTAs (B multicast) on the grouped layouts, forced, including odd tile counts where one CTA of
+// a pair has no rows.
+TEST(Fp8ClusterGpu, MaskedAndGroupEndsWithPairTiles) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(404);
+  const int groups = 5, cap = 300, n = 384, k = 512;
+  Fp8Operands ops(groups, cap, n, k, groups, rng);
+  std::vector<int> counts = {300, 129, 0, 1, 257};
+  DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2);
+  DeviceBuffer cnt(groups * sizeof(int));
+  cnt.upload(counts);
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
+                                          {ref::MatrixRef::row_major(db.data(), k), n * k}, counts.data());
   for (int bm : {64, 128}) {
-    for (int bn : {16, 32, 48, 64, 96, 128, 144, 160, 192}) {
+    for (int bn : {64, 128, 192}) {
       KernelConfig cfg;
       cfg.block_m = bm;
       cfg.block_n = bn;
       cfg.stages = 4;
       cfg.math_warpgroups = bm / 64;
+      cfg.cluster_m = 2;
       GemmOptions opt;
       opt.config = &cfg;
       d.fill_bytes(0xFF);
-      fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+      m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(),
+                                   TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout,
+                                   nullptr, opt);
       MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
-      expect_rows_match(got, want, n, "config sweep");
-      // Every configuration sums each 128-K block in the same order and promotes in the same order.
-      if (first.empty()) first = got;
-      EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << "bm " << bm << " bn " << bn;
+      expect_rows_match(d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n), want, n,
+                        ("masked cluster bm " + std::to_string(bm) + " bn " + std::to_string(bn)).c_str());
+      EXPECT_TRUE(d.guard_intact());
     }
   }
 }
