@@ -13,7 +13,7 @@ namespace moegemm::kernels {
 // kContiguousAlignment; repeated here because kernels cannot include the public headers).
 inline constexpr int kGroupEndsAlignment = 128;
 
-// Candidate bands tried by pick_raster_band, largest first.
+// pick_raster_band tries the bands 1, 2, 4, ... up to this.
 inline constexpr int kMaxRasterBand = 16;
 
 enum class GroupedKind : int {
@@ -135,7 +135,7 @@ MOEGEMM_HD bool scheduler_problem_is_well_formed(const SchedulerProblem& p) {
   return static_cast<int>(p.kind) >= 0 && static_cast<int>(p.kind) <= static_cast<int>(GroupedKind::kKGrouped);
 }
 
-// Rows of D's flattened row space (the stamp size in tests; the output's first extent times G where it is 3-D).
+// Rows of D's flattened row space: the extent stores are bounded by (G times the first extent where D is 3-D).
 MOEGEMM_HD long long flattened_rows(const SchedulerProblem& p) {
   if (p.kind == GroupedKind::kMasked || p.kind == GroupedKind::kKGrouped) {
     return static_cast<long long>(p.num_groups) * p.rows;

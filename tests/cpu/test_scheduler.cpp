@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <random>
 #include <set>
@@ -154,7 +155,9 @@ void check_fields(const Case& c, const Expected& e, const TileWork& w) {
     const std::vector<int> experts = experts_in(c.routing, w.row_begin, w.row_limit, p.num_groups);
     ASSERT_EQ(w.group, experts.empty() ? -1 : experts.front());
     ASSERT_EQ(w.a_row, w.row_begin);
-    if (w.group >= 0) ASSERT_EQ(w.b_row, w.group * p.n + w.n_begin);
+    if (w.group >= 0) {
+      ASSERT_EQ(w.b_row, w.group * p.n + w.n_begin);
+    }
     ASSERT_EQ(w.k_begin, 0);
     ASSERT_EQ(w.k_len, p.k);
     return;
@@ -314,6 +317,7 @@ void check_producer_consumer(const SchedulerProblem& p, int cta, int num_ctas, s
 void check_case(const Case& c, std::mt19937& rng) {
   const Expected e = expected_for(c);
   const SchedulerProblem p = c.problem();
+  ASSERT_EQ(static_cast<long long>(e.owner.size()), moegemm::kernels::flattened_rows(p)) << c.name;
   // The single-CTA order: groups ascending, and inside each group the band rasterisation.
   const std::vector<TileWork> order = run_cta(p, 0, 1);
   int previous_group = -1;
@@ -323,7 +327,9 @@ void check_case(const Case& c, std::mt19937& rng) {
     ASSERT_GE(w.group, previous_group) << c.name << ": groups must be walked in order";
     if (w.group != previous_group) index_in_group = 0;
     previous_group = w.group;
+    ASSERT_LT(w.group, p.num_groups) << c.name;
     const int m_blocks = static_cast<int>((e.group_end[w.group] - e.group_begin[w.group] + p.block_m - 1) / p.block_m);
+    ASSERT_LT(index_in_group, m_blocks * ((p.n + p.block_n - 1) / p.block_n)) << c.name << ": too many tiles in group";
     const BlockCoord bc =
         moegemm::kernels::rasterize(index_in_group++, m_blocks, (p.n + p.block_n - 1) / p.block_n, p.band);
     ASSERT_EQ(w.m_block, bc.m_block) << c.name;
@@ -509,13 +515,18 @@ TEST(Scheduler, RowToGroupRandom) {
         v = uniform(rng, -3, g_count + 2);
         if (rng() % 50 == 0) v = rng() % 2 ? INT_MAX : INT_MIN;
       } else {
-        v = rng() % 3 == 0 ? uniform(rng, 0, g_count - 1) : -1;  // mostly padding; some blocks all padding
+        // Every other 64-row block holds no valid expert at all: padding and out-of-range values only (those
+        // blocks get a single no-MMA pass of zeros); the others are sparse.
+        const int invalid[] = {-1, -1, g_count, g_count + 1, -7, INT_MAX, INT_MIN};
+        const bool empty_block = (r / 64) % 2 == 1;
+        v = !empty_block && rng() % 3 == 0 ? uniform(rng, 0, g_count - 1) : invalid[rng() % 7];
       }
       c.routing.push_back(v);
     }
-    // Guard values past the end: a valid expert, so any read beyond M_total would show up as an extra pass.
+    // Guard values past the end: the lowest and highest valid experts, so any read beyond M_total would show up
+    // as a wrong first pass or an extra last pass.
     c.name = shape_name("row to group", trial, c.p);
-    c.routing.insert(c.routing.end(), 256, 0);
+    for (int r = 0; r < 256; ++r) c.routing.push_back(r % 2 ? g_count - 1 : 0);
     check_case(c, rng);
     if (HasFatalFailure()) return;
   }
@@ -565,6 +576,31 @@ TEST(Scheduler, KGroupedOffsetsAreRunningSums) {
     seen.insert(w.group);
   }
   ASSERT_EQ(seen, (std::set<int>{0, 1, 3, 4}));
+}
+
+// The cursor only moves forward: a CTA's whole walk costs O(G + items). 200000 one-tile groups over 132 CTAs take
+// milliseconds that way; rescanning from group 0 on every next() would take minutes, far past the bound.
+TEST(Scheduler, CursorNeverRescansGroups) {
+  const int groups = 200000;
+  std::vector<int> counts(groups, 1);
+  SchedulerProblem p;
+  p.kind = GroupedKind::kMasked;
+  p.num_groups = groups;
+  p.rows = 4;
+  p.n = 64;
+  p.k = 64;
+  p.routing = counts.data();
+  const auto start = std::chrono::steady_clock::now();
+  long long tiles = 0;
+  for (int cta = 0; cta < 132; ++cta) {
+    TileIterator it(p, cta, 132);
+    TileWork w;
+    while (it.next(w)) {
+      ++tiles;
+      ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "after " << tiles << " tiles";
+    }
+  }
+  ASSERT_EQ(tiles, groups);
 }
 
 // The documented order, written independently: bands of `band` m-blocks, n outer, m inner inside a band.
