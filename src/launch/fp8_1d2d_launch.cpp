@@ -110,16 +110,19 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
 
   const long long items = kernels::max_work_items(prob);
   if (items == 0) return;
-  const unsigned grid = static_cast<unsigned>(std::min<long long>(c.num_sms / cluster, items) * cluster);
 
-  const jit::Kernel& kernel = jit::get_kernel(fp8_1d2d_kernel_key(c, a.layout), [&] { return fp8_1d2d_kernel_spec(c, a.layout); },
-                                              stream);
+  const jit::Kernel& kernel = jit::get_kernel(fp8_1d2d_kernel_key(c, a.layout),
+                                              [&] { return fp8_1d2d_kernel_spec(c, a.layout); }, stream);
   jit::LaunchConfig lc{};
-  lc.grid[0] = grid, lc.grid[1] = 1, lc.grid[2] = 1;
   lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = static_cast<unsigned>(c.smem_bytes);
   lc.pdl = pdl;
+  // Persistent grid: one CTA per SM, at most one per work item, and only as many clusters as can be resident at
+  // once (a cluster that waits for a free pair of SMs would run its whole share of the work after the others).
+  long long clusters = std::min<long long>(c.num_sms / cluster, items);
+  if (cluster > 1) clusters = std::min<long long>(clusters, std::max(1, jit::max_active_clusters(kernel, lc)));
+  lc.grid[0] = static_cast<unsigned>(clusters * cluster), lc.grid[1] = 1, lc.grid[2] = 1;
   void* args[] = {&p};
   jit::launch(kernel, lc, args, stream);
 }

@@ -133,6 +133,7 @@ void open_driver(DriverState& state) {
   need(d.cuFuncSetAttribute, "cuFuncSetAttribute");
   need(d.cuFuncGetAttribute, "cuFuncGetAttribute");
   need(d.cuLaunchKernelEx, "cuLaunchKernelEx");
+  need(d.cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters");
   need(d.cuStreamIsCapturing, "cuStreamIsCapturing");
   need(d.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
   need(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");

@@ -1,6 +1,9 @@
 #include "runtime/launch.hpp"
 
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "moegemm/error.hpp"
 #include "runtime/driver.hpp"
@@ -64,6 +67,41 @@ void launch(const Kernel& kernel, const LaunchConfig& config, void** args, void*
     throw Error(ErrorCode::kCudaError,
                 "cuLaunchKernelEx failed for " + describe(kernel, config) + ": " + describe_result(result));
   }
+}
+
+int max_active_clusters(const Kernel& kernel, const LaunchConfig& config) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const Kernel*, unsigned, unsigned, unsigned>, int> cache;
+  const unsigned cluster = config.cluster[0] * config.cluster[1] * config.cluster[2];
+  const auto key = std::make_tuple(&kernel, cluster, config.block[0], config.shared_bytes);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const Driver& d = driver();
+  kernel.require_dynamic_shared(config.shared_bytes);
+  CUlaunchAttribute attribute = {};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = config.cluster[0];
+  attribute.value.clusterDim.y = config.cluster[1];
+  attribute.value.clusterDim.z = config.cluster[2];
+  CUlaunchConfig lc = {};
+  lc.gridDimX = config.cluster[0];
+  lc.gridDimY = config.cluster[1];
+  lc.gridDimZ = config.cluster[2];
+  lc.blockDimX = config.block[0];
+  lc.blockDimY = config.block[1];
+  lc.blockDimZ = config.block[2];
+  lc.sharedMemBytes = config.shared_bytes;
+  lc.attrs = &attribute;
+  lc.numAttrs = 1;
+  int clusters = 0;
+  check(d.cuOccupancyMaxActiveClusters(&clusters, kernel.function, &lc),
+        ("cuOccupancyMaxActiveClusters(" + describe(kernel, config) + ")").c_str());
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = clusters;
+  return clusters;
 }
 
 }  // namespace moegemm::jit

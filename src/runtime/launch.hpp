@@ -19,4 +19,9 @@ struct LaunchConfig {
 // Error(kInternal); a failed launch Error(kCudaError) naming the kernel and the configuration.
 void launch(const Kernel& kernel, const LaunchConfig& config, void** args, void* stream);
 
+// How many clusters of config.cluster (with config's block and shared memory) can be resident at once: not every
+// SM can join a cluster (GPCs with an odd number of free SMs leave one out), so a persistent grid of
+// SMs / cluster_size clusters may not fit in one wave. Queried once per kernel and configuration, then cached.
+int max_active_clusters(const Kernel& kernel, const LaunchConfig& config);
+
 }  // namespace moegemm::jit
