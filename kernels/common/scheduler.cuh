@@ -205,8 +205,11 @@ class TileIterator {
     if (n_blocks_ == 0 || p.num_groups == 0) segments_ = 0;
   }
 
-  // Fills `work` with this CTA's next tile; false when there is none left.
-  MOEGEMM_HD bool next(TileWork& work) {
+  // Fills `work` with this CTA's next tile; false when there is none left. With resolve_passes = false a
+  // row-to-group tile's group is left at kUnresolvedGroup: the caller computes the same value (and b_row) itself,
+  // e.g. a whole warp at once, and must agree with first_group_in_rows.
+  static constexpr int kUnresolvedGroup = -2;
+  MOEGEMM_HD bool next(TileWork& work, bool resolve_passes = true) {
     while (item_ >= segment_first_ + segment_items_) {
       if (segment_ + 1 >= segments_) return false;
       segment_first_ += segment_items_;
@@ -225,6 +228,11 @@ class TileIterator {
     work.k_begin = k_begin_;
     work.k_len = k_len_;
     if (p_.kind == GroupedKind::kContiguousRowToGroup) {
+      if (!resolve_passes) {
+        work.group = kUnresolvedGroup;
+        work.b_row = work.n_begin;
+        return true;
+      }
       work.group = first_group_in_rows(p_.routing, work.row_begin, work.row_limit, p_.num_groups);
     } else {
       work.group = segment_;

@@ -21,6 +21,41 @@
 
 namespace moegemm::kernels::sm90 {
 
+// first_group_in_rows / next_group_in_rows (common/scheduler.cuh, the specification) computed by a whole warp:
+// each lane scans every 32nd row, then a min-reduction. All 32 lanes must call it; all get the same answer.
+MOEGEMM_DEVICE int warp_next_group_in_rows(const int* routing, int begin, int end, int num_groups, int after) {
+  constexpr int kNone = 0x7fffffff;
+  int best = kNone;
+  for (int r = begin + static_cast<int>(lane_index()); r < end; r += 32) {
+    const int g = routing[r];
+    if (is_valid_group(g, num_groups) && g > after && g < best) best = g;
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) best = min_of(best, __shfl_xor_sync(0xffffffffu, best, offset));
+  return best == kNone ? -1 : best;
+}
+
+// The tile's first pass group and the one after a pass: the scheduler's own value, except for row-to-group,
+// where the warp computes it.
+template <GroupedKind kLayout>
+MOEGEMM_DEVICE int first_pass_group(const SchedulerProblem& p, const TileWork& w) {
+  if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
+    return warp_next_group_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, -1);
+  } else {
+    return w.group;
+  }
+}
+
+template <GroupedKind kLayout>
+MOEGEMM_DEVICE int following_pass_group(const SchedulerProblem& p, const TileWork& w, int pass_group) {
+  if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
+    if (pass_group < 0) return -1;
+    return warp_next_group_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, pass_group);
+  } else {
+    return -1;
+  }
+}
+
 // Per-stage ring position, identical in producer and consumers.
 struct PipelineCursor {
   int stage = 0;
@@ -87,14 +122,16 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   if (warpgroup == kMathWGs) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<40>();
-    if (threadIdx.x == kMathWGs * 128) {
+    // The whole first warp walks the tiles (row-to-group passes are found by the warp); lane 0 issues.
+    if (threadIdx.x / 32 == kMathWGs * 4) {
+      const bool issuer = lane == 0;
       PipelineCursor cur;
       TileIterator tiles(prob, cluster_id, num_clusters);
       TileWork pair;
-      while (tiles.next(pair)) {
+      while (tiles.next(pair, false)) {
         const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
-        for (int g = w.group;;) {
-          if (g >= 0) {
+        for (int g = first_pass_group<kLayout>(prob, w);;) {
+          if (g >= 0 && issuer) {
             for (int kb = 0; kb < num_kb; ++kb) {
               mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
               u64* bar = &full_bar[cur.stage];
@@ -122,11 +159,12 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
               cur.advance<kStages>();
             }
           }
-          g = next_pass_group(prob, w, g);
+          g = following_pass_group<kLayout>(prob, w, g);
           if (g < 0) break;
         }
       }
     }
+    __syncwarp();  // reconverge the first warp before the warp-aligned cluster barrier
   } else {
   // ------------------------------------------------------------------ consumers
   setmaxnreg_inc<kMathWGs == 1 ? 240 : 232>();
@@ -142,9 +180,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   TileWork pair;
   float acc[kAcc];
   float result[kAcc];
-  while (tiles.next(pair)) {
+  while (tiles.next(pair, false)) {
     const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
-    for (int g = w.group, first = 1;; first = 0) {
+    for (int g = first_pass_group<kLayout>(prob, w), first = 1;; first = 0) {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
       if (g >= 0) {
@@ -225,7 +263,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
         }
         store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
       }
-      g = next_pass_group(prob, w, g);
+      g = following_pass_group<kLayout>(prob, w, g);
       if (g < 0) break;
     }
   }

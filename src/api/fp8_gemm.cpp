@@ -94,7 +94,9 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
     config.num_sms = sms;
     config.smem_bytes = plan::fp8_1d2d_smem_bytes(config);
   } else {
-    config = plan::choose_fp8_1d2d_config(shape_hint(p), sms, p.layout != validate::Layout::kContiguousRowToGroup);
+    // Clusters are opt-in (options.config) until they pay: measured 0.55x of the same tiles without a cluster
+    // (docs/results/2026-12-02-bench-2.md).
+    config = plan::choose_fp8_1d2d_config(shape_hint(p), sms, /*allow_cluster=*/false);
   }
   launch::launch_fp8_1d2d(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }
@@ -125,7 +127,7 @@ KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_
   const DeviceInfo info = device_info();
   int sms = get_num_sms();
   if (sms <= 0) sms = info.available ? info.sm_count : 132;
-  return plan::choose_fp8_1d2d_config(h, sms);
+  return plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false);
 }
 
 }  // namespace moegemm
