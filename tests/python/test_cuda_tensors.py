@@ -29,17 +29,21 @@ def test_requires_grad_tensors_are_read_through_the_ops():
         deep_gemm.bf16_gemm_nt(a, a.detach(), d)
     except NotImplementedError as error:
         assert "bf16_gemm" in str(error) and "not built yet" in str(error)
+        return
+    torch.cuda.synchronize()
+    assert deep_gemm.calc_diff(d, a.detach().double() @ a.detach().double().T) < 1e-5
 
 
 def test_device_casts_match_host_casts():
-    np = pytest.importorskip("numpy", reason="compares with the numpy forms")
     x = torch.randn(256, 384, dtype=torch.bfloat16, device="cuda")
     for cast in (deep_gemm.per_token_cast_to_fp8, deep_gemm.per_block_cast_to_fp8, deep_gemm.per_channel_cast_to_fp8):
         q_dev, sf_dev = cast(x)
         q_host, sf_host = cast(x.cpu())
-        assert torch.equal(sf_dev.cpu(), sf_host)
-        assert torch.equal(q_dev.cpu().view(torch.uint8), q_host.view(torch.uint8))
+        # The device's division may differ from the host's in the last bit, which can move a value across a
+        # rounding boundary of e4m3: compare scales to FP32 precision and the codes by their mismatch rate.
+        torch.testing.assert_close(sf_dev.cpu(), sf_host, rtol=1e-6, atol=0)
+        mismatch = (q_dev.cpu().view(torch.uint8) != q_host.view(torch.uint8)).float().mean().item()
+        assert mismatch < 1e-3, cast.__name__
     sf = torch.randn(2, 4097, 57, device="cuda")
     out = deep_gemm.get_mn_major_tma_aligned_tensor(sf)
     assert out.stride() == (4100 * 57, 1, 4100) and torch.equal(out, sf)
-    assert np is not None
