@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "moegemm/error.hpp"
 
@@ -74,7 +75,7 @@ TensorArg from_ndarray(nb::handle obj, const char* name) {
   arg.view.data = array.data();
   arg.device_type = array.device_type();
   arg.device_id = array.device_id();
-  arg.owner = nb::cast(array);
+  arg.array = std::move(array);
   return arg;
 }
 

@@ -17,7 +17,8 @@ struct TensorArg {
   const char* name = "";
   int device_type = 0;  // DLPack device type (1 CPU, 2 CUDA, 13 CUDA managed)
   int device_id = -1;   // -1: unknown (__cuda_array_interface__ does not carry it)
-  nanobind::object owner;
+  nanobind::ndarray<> array;  // holds the DLPack/buffer export alive
+  nanobind::object owner;     // holds a __cuda_array_interface__ exporter alive
 };
 
 // Throws moegemm::Error(kInvalidArgument, "<name>: <rule>, got <value>") when `obj` is not a tensor moegemm reads:
