@@ -39,11 +39,13 @@ def test_device_casts_match_host_casts():
     for cast in (deep_gemm.per_token_cast_to_fp8, deep_gemm.per_block_cast_to_fp8, deep_gemm.per_channel_cast_to_fp8):
         q_dev, sf_dev = cast(x)
         q_host, sf_host = cast(x.cpu())
-        # The device's division may differ from the host's in the last bit, which can move a value across a
-        # rounding boundary of e4m3: compare scales to FP32 precision and the codes by their mismatch rate.
+        # Device and host arithmetic may differ in the last bit, which can move a value across an e4m3 rounding
+        # boundary: scales must agree to FP32 precision, and codes may differ only to the neighbouring code.
         torch.testing.assert_close(sf_dev.cpu(), sf_host, rtol=1e-6, atol=0)
-        mismatch = (q_dev.cpu().view(torch.uint8) != q_host.view(torch.uint8)).float().mean().item()
-        assert mismatch < 1e-3, cast.__name__
+        codes_dev = q_dev.cpu().view(torch.uint8).int()
+        codes_host = q_host.view(torch.uint8).int()
+        assert (codes_dev - codes_host).abs().max().item() <= 1, cast.__name__
+        assert (codes_dev != codes_host).float().mean().item() < 0.01, cast.__name__
     sf = torch.randn(2, 4097, 57, device="cuda")
     out = deep_gemm.get_mn_major_tma_aligned_tensor(sf)
     assert out.stride() == (4100 * 57, 1, 4100) and torch.equal(out, sf)
