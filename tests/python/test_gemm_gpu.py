@@ -1,0 +1,347 @@
+"""Every GEMM of the drop-in against float64 references on the device, plus in-place semantics, streams, CUDA
+graphs, torch.compile and the runtime knobs. Skipped without torch or a CUDA device; a GEMM whose C++ kernel is
+not built yet skips with that message."""
+
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="GPU tests need torch")
+
+import moegemm  # noqa: E402
+import moegemm.deep_gemm as deep_gemm  # noqa: E402
+from gpu_helpers import assert_close, call, dequantize_per_block, dequantize_per_token, poisoned  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("cuda_torch")
+
+FP8_EXACT = 1e-5     # against the dequantized float64 product: only accumulation order and BF16 rounding differ
+FP8_ANCHOR = 1e-3    # against the unquantized product, the anchor's threshold
+BF16 = 1e-5
+
+
+def randn(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, dtype=dtype, device="cuda")
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    torch.manual_seed(0)
+    random.seed(0)
+
+
+# ---- FP8 dense -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("m, n, k", [(1, 2112, 7168), (128, 576, 7168), (4096, 7168, 2048), (4096, 2112, 576),
+                                     (77, 264, 384)])
+def test_fp8_gemm_nt_1d2d(m, n, k):
+    a, b = randn(m, k), randn(n, k)
+    a_fp8, b_fp8 = deep_gemm.per_token_cast_to_fp8(a), deep_gemm.per_block_cast_to_fp8(b)
+    d = poisoned(torch, (m, n), torch.bfloat16)
+    pointer = d.data_ptr()
+    call(deep_gemm.fp8_gemm_nt, a_fp8, b_fp8, d)
+    assert d.data_ptr() == pointer
+    reference = dequantize_per_token(*a_fp8) @ dequantize_per_block(*b_fp8).T
+    assert_close(d, reference, FP8_EXACT)
+    assert_close(d, a.double() @ b.double().T, FP8_ANCHOR)
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_fp8_gemm_nt_1d1d_accumulates(in_place):
+    m, n, k = 2112, 4096, 7168
+    a, b = randn(m, k), randn(n, k)
+    a_fp8, b_fp8 = deep_gemm.per_token_cast_to_fp8(a), deep_gemm.per_token_cast_to_fp8(b)
+    c = randn(m, n, dtype=torch.float32) * 32
+    d = c.clone() if in_place else poisoned(torch, (m, n), torch.float32)
+    c_arg = d if in_place else c
+    call(deep_gemm.fp8_gemm_nt, a_fp8, b_fp8, d, c=c_arg, recipe=(1, 1, 128))
+    reference = c.double() + dequantize_per_token(*a_fp8) @ dequantize_per_token(*b_fp8).T
+    assert_close(d, reference, FP8_EXACT)
+
+
+def test_fp8_transposed_views_match_nt():
+    m, n, k = 256, 512, 1024
+    a_fp8, b_fp8 = deep_gemm.per_token_cast_to_fp8(randn(m, k)), deep_gemm.per_block_cast_to_fp8(randn(n, k))
+    expected = poisoned(torch, (m, n), torch.bfloat16)
+    call(deep_gemm.fp8_gemm_nt, a_fp8, b_fp8, expected)
+    a_t = (a_fp8[0].T, a_fp8[1].T)   # [K, M] views of K-major storage
+    b_t = (b_fp8[0].T, b_fp8[1].T)
+    for fn, a_arg, b_arg in ((deep_gemm.fp8_gemm_nn, a_fp8, b_t), (deep_gemm.fp8_gemm_tn, a_t, b_t),
+                             (deep_gemm.fp8_gemm_tt, a_t, b_fp8)):
+        d = poisoned(torch, (m, n), torch.bfloat16)
+        call(fn, a_arg, b_arg, d)
+        assert torch.equal(d, expected), fn.__name__
+
+
+def test_fp8_mn_major_operands_are_rejected():
+    k, n = 256, 256
+    a_fp8 = deep_gemm.per_token_cast_to_fp8(randn(128, k))
+    b_kn = deep_gemm.per_block_cast_to_fp8(randn(k, n))   # plain row-major [K, N]: MN-major once transposed
+    with pytest.raises(ValueError, match="K-major"):
+        call(deep_gemm.fp8_gemm_nn, a_fp8, b_kn, poisoned(torch, (128, n), torch.bfloat16))
+
+
+# ---- FP8 grouped -----------------------------------------------------------------------------------------------
+
+def contiguous_layout(num_groups, expected_m):
+    """The anchor's generator: aligned expert segments, -1 on padding rows, zeroed A padding."""
+    alignment = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    actual = [int(expected_m * random.uniform(0.7, 1.3)) for _ in range(num_groups)]
+    aligned = [deep_gemm.align(x, alignment) for x in actual]
+    total = sum(aligned)
+    m_indices = torch.full((total,), -1, dtype=torch.int32, device="cuda")
+    ends, start = [], 0
+    for g, (rows, span) in enumerate(zip(actual, aligned)):
+        m_indices[start:start + rows] = g
+        ends.append(start + rows)
+        start += span
+    psum = torch.tensor(ends, dtype=torch.int32, device="cuda")
+    return actual, aligned, m_indices, psum
+
+
+@pytest.mark.parametrize("use_psum_layout", [False, True])
+def test_m_grouped_fp8_contiguous(use_psum_layout):
+    g, expected_m, n, k = 4, 384, 1024, 2048
+    actual, aligned, m_indices, psum = contiguous_layout(g, expected_m)
+    a = randn(sum(aligned), k)
+    a[m_indices < 0] = 0
+    b = randn(g, n, k)
+    a_fp8 = deep_gemm.per_token_cast_to_fp8(a)
+    b_q = [deep_gemm.per_block_cast_to_fp8(b[i]) for i in range(g)]
+    b_fp8 = (torch.stack([q for q, _ in b_q]), torch.stack([s for _, s in b_q]))
+    d = poisoned(torch, (sum(aligned), n), torch.bfloat16)
+    call(deep_gemm.m_grouped_fp8_gemm_nt_contiguous, a_fp8, b_fp8, d, psum if use_psum_layout else m_indices,
+         use_psum_layout=use_psum_layout, expected_m_for_psum_layout=expected_m if use_psum_layout else None)
+    a64 = dequantize_per_token(*a_fp8)
+    start = 0
+    for i in range(g):
+        rows = slice(start, start + actual[i])
+        assert_close(d[rows], a64[rows] @ dequantize_per_block(b_fp8[0][i], b_fp8[1][i]).T, FP8_EXACT)
+        gap = d[start + actual[i]:start + aligned[i]]
+        if use_psum_layout:
+            assert gap.isnan().all(), "gap rows belong to nobody and must not be written"
+        else:
+            assert (gap == 0).all(), "padding rows (-1) must come out as zeros"
+        start += aligned[i]
+
+
+@pytest.mark.parametrize("capacity", [256, 200])
+def test_m_grouped_fp8_masked_writes_only_valid_rows(capacity):
+    g, n, k = 4, 1024, 2048
+    masked = [random.randint(1, capacity) for _ in range(g)]
+    masked[1] = capacity
+    masked_m = torch.tensor(masked, dtype=torch.int32, device="cuda")
+    a, b = randn(g, capacity, k), randn(g, n, k)
+    a_q = deep_gemm.per_token_cast_to_fp8(a.view(-1, k))
+    a_fp8 = (a_q[0].view(g, capacity, k), a_q[1].view(g, capacity, -1))
+    b_q = [deep_gemm.per_block_cast_to_fp8(b[i]) for i in range(g)]
+    b_fp8 = (torch.stack([q for q, _ in b_q]), torch.stack([s for _, s in b_q]))
+    d = poisoned(torch, (g, capacity, n), torch.bfloat16)
+    call(deep_gemm.m_grouped_fp8_gemm_nt_masked, a_fp8, b_fp8, d, masked_m, int(sum(masked) / g * 1.2))
+    for i in range(g):
+        reference = dequantize_per_token(a_fp8[0][i], a_fp8[1][i]) @ dequantize_per_block(b_fp8[0][i], b_fp8[1][i]).T
+        assert_close(d[i, :masked[i]], reference[:masked[i]], FP8_EXACT)
+        # Capacity 200 is no tile multiple: the anchor's tail tile would spill into the next expert's rows.
+        assert d[i, masked[i]:].isnan().all(), f"rows past masked_m[{i}] were written"
+
+
+def test_k_grouped_fp8_nt():
+    m, n = 256, 512
+    ks = [384, 0, 128, 256]
+    g = len(ks)
+    a_parts, b_parts, sfa_parts, sfb_parts, refs = [], [], [], [], []
+    c = randn(g, m, n, dtype=torch.float32) * 32
+    for i, kg in enumerate(ks):
+        a_g, b_g = randn(kg, m), randn(kg, n)   # [k_g, M] and [k_g, N], as the anchor generates them
+        if kg == 0:
+            refs.append(c[i].double())
+            continue
+        qa, sa = deep_gemm.per_channel_cast_to_fp8(a_g)
+        qb, sb = deep_gemm.per_channel_cast_to_fp8(b_g)
+        a_parts.append(qa.T.contiguous().view(-1))   # K-major [M, k_g] blocks, concatenated
+        b_parts.append(qb.T.contiguous().view(-1))
+        sfa_parts.append(sa)
+        sfb_parts.append(sb)
+        dq_a = qa.double() * sa.double().repeat_interleave(128, dim=0)
+        dq_b = qb.double() * sb.double().repeat_interleave(128, dim=0)
+        refs.append(c[i].double() + dq_a.T @ dq_b)
+    a = torch.cat(a_parts)
+    b = torch.cat(b_parts)
+    sfa, sfb = torch.cat(sfa_parts).T, torch.cat(sfb_parts).T
+    d = c.clone()
+    layout = torch.tensor(ks, dtype=torch.int32, device="cuda")
+    call(deep_gemm.k_grouped_fp8_gemm_nt_contiguous, (a, sfa), (b, sfb), d, ks, layout, c=d)
+    for i in range(g):
+        if ks[i] == 0:
+            assert torch.equal(d[i], c[i]), "an expert with K = 0 keeps D = C"
+        else:
+            assert_close(d[i], refs[i], FP8_EXACT)
+
+
+# ---- BF16 ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn", "tt"])
+@pytest.mark.parametrize("out_dtype, accumulate", [(torch.bfloat16, False), (torch.bfloat16, True),
+                                                   (torch.float32, False), (torch.float32, True)])
+def test_bf16_gemm(layout, out_dtype, accumulate):
+    m, n, k = 4096, 2112, 576
+    a, b = randn(m, k), randn(n, k)
+    a_arg = a if layout[0] == "n" else a.T.contiguous()   # tn/tt take A as [K, M]
+    b_arg = b if layout[1] == "t" else b.T.contiguous()   # nn/tn take B as [K, N]
+    c = randn(m, n, dtype=out_dtype) * 32 if accumulate else None
+    d = c.clone() if accumulate else poisoned(torch, (m, n), out_dtype)
+    call(getattr(deep_gemm, f"bf16_gemm_{layout}"), a_arg, b_arg, d, c=d if accumulate else None)
+    reference = a.double() @ b.double().T + (c.double() if accumulate else 0)
+    assert_close(d, reference, BF16)
+
+
+@pytest.mark.parametrize("b_layout", ["nt", "nn"])
+def test_m_grouped_bf16_contiguous(b_layout):
+    g, expected_m, n, k = 4, 384, 1024, 2048
+    actual, aligned, m_indices, _ = contiguous_layout(g, expected_m)
+    a = randn(sum(aligned), k)
+    a[m_indices < 0] = 0
+    b = randn(g, n, k)
+    b_arg = b if b_layout == "nt" else b.transpose(1, 2).contiguous()
+    d = poisoned(torch, (sum(aligned), n), torch.bfloat16)
+    call(getattr(deep_gemm, f"m_grouped_bf16_gemm_{b_layout}_contiguous"), a, b_arg, d, m_indices)
+    start = 0
+    for i in range(g):
+        rows = slice(start, start + actual[i])
+        assert_close(d[rows], a[rows].double() @ b[i].double().T, BF16)
+        assert (d[start + actual[i]:start + aligned[i]] == 0).all()
+        start += aligned[i]
+
+
+def test_m_grouped_bf16_masked():
+    g, capacity, n, k = 6, 320, 1024, 1024
+    masked = [random.randint(0, capacity) for _ in range(g)]
+    masked_m = torch.tensor(masked, dtype=torch.int32, device="cuda")
+    a, b = randn(g, capacity, k), randn(g, n, k)
+    d = poisoned(torch, (g, capacity, n), torch.bfloat16)
+    call(deep_gemm.m_grouped_bf16_gemm_nt_masked, a, b, d, masked_m, max(1, sum(masked) // g))
+    for i in range(g):
+        if masked[i]:
+            assert_close(d[i, :masked[i]], a[i, :masked[i]].double() @ b[i].double().T, BF16)
+        assert d[i, masked[i]:].isnan().all()
+
+
+def test_k_grouped_bf16_tn():
+    m, n = 512, 768
+    ks = [256, 0, 640, 128]
+    a, b = randn(sum(ks), m), randn(sum(ks), n)
+    c = randn(len(ks), m, n, dtype=torch.float32) * 32
+    d = c.clone()
+    call(deep_gemm.k_grouped_bf16_gemm_tn_contiguous, a, b, d, ks, torch.tensor(ks, dtype=torch.int32,
+                                                                                 device="cuda"), c=d)
+    start = 0
+    for i, kg in enumerate(ks):
+        reference = c[i].double() + a[start:start + kg].double().T @ b[start:start + kg].double()
+        if kg == 0:
+            assert torch.equal(d[i], c[i])
+        else:
+            assert_close(d[i], reference, BF16)
+        start += kg
+
+
+# ---- streams, graphs, compile, knobs ---------------------------------------------------------------------------
+
+def _bf16_problem(m=1024, n=1024, k=1024):
+    return randn(m, k), randn(n, k), poisoned(torch, (m, n), torch.bfloat16)
+
+
+def test_launches_go_on_the_current_stream():
+    a, b, d = _bf16_problem()
+    call(deep_gemm.bf16_gemm_nt, a, b, d)   # warm-up: compile outside the timed part
+    torch.cuda.synchronize()
+    d.fill_(float("nan"))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)   # keeps `side` busy for a long while
+        deep_gemm.bf16_gemm_nt(a, b, d)
+    # The default stream does not wait for `side`: if the GEMM had gone there, d would already be written.
+    snapshot = d.clone()
+    torch.cuda.synchronize()
+    assert snapshot.isnan().all(), "the GEMM did not wait behind the side stream's work"
+    assert_close(d, a.double() @ b.double().T, BF16)
+
+
+def test_cuda_graph_capture_and_replay():
+    a, b, d = _bf16_problem()
+    a_fp8, b_fp8 = deep_gemm.per_token_cast_to_fp8(a), deep_gemm.per_block_cast_to_fp8(b)
+    d_fp8 = poisoned(torch, d.shape, torch.bfloat16)
+    call(deep_gemm.bf16_gemm_nt, a, b, d)          # eager first: kernels compile outside the capture
+    call(deep_gemm.fp8_gemm_nt, a_fp8, b_fp8, d_fp8)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        deep_gemm.bf16_gemm_nt(a, b, d)
+        deep_gemm.fp8_gemm_nt(a_fp8, b_fp8, d_fp8)
+    for _ in range(2):
+        a.copy_(randn(*a.shape))
+        a_fp8[0].copy_(deep_gemm.per_token_cast_to_fp8(a)[0])
+        a_fp8[1].copy_(deep_gemm.per_token_cast_to_fp8(a)[1])
+        d.fill_(float("nan"))
+        d_fp8.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_close(d, a.double() @ b.double().T, BF16)
+        assert_close(d_fp8, dequantize_per_token(*a_fp8) @ dequantize_per_block(*b_fp8).T, FP8_EXACT)
+
+
+def test_compiled_model_matches_eager():
+    m, n, k = 512, 1024, 2048
+    w = randn(n, k)
+    w_fp8 = deep_gemm.per_block_cast_to_fp8(w)
+
+    def layer(x):
+        y = torch.empty(x.shape[0], n, dtype=torch.bfloat16, device=x.device)
+        deep_gemm.fp8_gemm_nt(deep_gemm.per_token_cast_to_fp8(x), w_fp8, y)
+        z = torch.empty(x.shape[0], n, dtype=torch.bfloat16, device=x.device)
+        deep_gemm.bf16_gemm_nt(x, w, z)
+        return y.float() + z.float()
+
+    x = randn(m, k)
+    eager = torch.zeros(1)
+    try:
+        eager = layer(x)
+    except NotImplementedError as error:
+        pytest.skip(f"C++ kernel not built yet: {error}")
+    compiled = torch.compile(layer, fullgraph=True)(x)
+    assert torch.equal(compiled, eager)
+
+
+def test_num_sms_any_value_including_odd():
+    sm_count = moegemm.device_info().sm_count
+    a, b, d = _bf16_problem()
+    call(deep_gemm.bf16_gemm_nt, a, b, d)
+    expected = d.clone()
+    try:
+        for num_sms in (sm_count - 1, 1, 7, sm_count):
+            deep_gemm.set_num_sms(num_sms)
+            assert deep_gemm.get_num_sms() == num_sms
+            d.fill_(float("nan"))
+            deep_gemm.bf16_gemm_nt(a, b, d)
+            torch.cuda.synchronize()
+            assert torch.equal(d, expected), f"num_sms={num_sms} changed the result"
+        with pytest.raises(ValueError):
+            deep_gemm.set_num_sms(sm_count + 1)
+        with pytest.raises(ValueError):
+            deep_gemm.set_num_sms(-1)
+    finally:
+        deep_gemm.set_num_sms(0)
+    assert deep_gemm.get_num_sms() == sm_count
+
+
+def test_pdl_keeps_results():
+    a, b, d = _bf16_problem()
+    call(deep_gemm.bf16_gemm_nt, a, b, d)
+    expected = d.clone()
+    try:
+        deep_gemm.set_pdl(True)
+        assert deep_gemm.get_pdl() is True
+        d.fill_(float("nan"))
+        deep_gemm.bf16_gemm_nt(a, b, d)
+        torch.cuda.synchronize()
+        assert torch.equal(d, expected)
+    finally:
+        deep_gemm.set_pdl(False)
+    assert deep_gemm.get_pdl() is False

@@ -1,0 +1,96 @@
+"""The package imports without torch or a GPU, reports its version and device state, and ships stubs that match
+the extension."""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+import moegemm
+import moegemm.deep_gemm as deep_gemm
+from moegemm import _moegemm
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_version_matches_the_project_version():
+    cmake = (REPO / "CMakeLists.txt").read_text()
+    project_version = re.search(r"project\(moegemm VERSION ([0-9.]+)", cmake).group(1)
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([0-9.]+)"', pyproject, re.M).group(1) == project_version
+    assert moegemm.__version__ == project_version
+    assert moegemm.version() == project_version
+
+
+def test_device_info_says_why_there_is_no_device():
+    info = moegemm.device_info()
+    assert isinstance(info.available, bool)
+    if info.available:
+        assert info.sm_count > 0 and (info.major, info.minor) == (9, 0)
+        assert "available=True" in repr(info)
+    else:
+        assert "no CUDA" in info.reason
+        assert info.sm_count == 0 and info.ordinal == -1
+        assert "available=False" in repr(info)
+
+
+def _stub_names():
+    tree = ast.parse((pathlib.Path(moegemm.__file__).parent / "_moegemm.pyi").read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            names.add(node.target.id)
+    return names - {"Tensor"}
+
+
+def test_stubs_describe_exactly_the_extension():
+    module_names = {name for name in dir(_moegemm) if not name.startswith("__")}
+    assert _stub_names() == module_names
+
+
+def test_package_ships_py_typed():
+    assert (pathlib.Path(moegemm.__file__).parent / "py.typed").exists()
+
+
+ANCHOR_NAMES = """
+fp8_gemm_nt fp8_gemm_nn fp8_gemm_tn fp8_gemm_tt fp8_fp4_gemm_nt fp8_fp4_gemm_nn fp8_fp4_gemm_tn fp8_fp4_gemm_tt
+m_grouped_fp8_gemm_nt_contiguous m_grouped_fp8_gemm_nn_contiguous m_grouped_fp8_gemm_nt_masked
+m_grouped_fp8_fp4_gemm_nt_contiguous m_grouped_fp8_fp4_gemm_nn_contiguous m_grouped_fp8_fp4_gemm_nt_masked
+k_grouped_fp8_gemm_nt_contiguous k_grouped_fp8_gemm_tn_contiguous
+bf16_gemm_nt bf16_gemm_nn bf16_gemm_tn bf16_gemm_tt m_grouped_bf16_gemm_nt_contiguous
+m_grouped_bf16_gemm_nn_contiguous m_grouped_bf16_gemm_nt_masked k_grouped_bf16_gemm_tn_contiguous
+fp8_m_grouped_gemm_nt_masked bf16_m_grouped_gemm_nt_masked
+get_tma_aligned_size get_mn_major_tma_aligned_tensor transform_sf_into_required_layout
+get_mk_alignment_for_contiguous_layout set_mk_alignment_for_contiguous_layout
+get_m_alignment_for_contiguous_layout get_k_alignment_for_contiguous_layout
+get_theoretical_mk_alignment_for_contiguous_layout
+set_num_sms get_num_sms set_pdl get_pdl
+per_token_cast_to_fp8 per_block_cast_to_fp8 per_channel_cast_to_fp8 ceil_div align calc_diff
+""".split()
+
+
+def test_drop_in_has_the_anchor_names():
+    missing = [name for name in ANCHOR_NAMES if not callable(getattr(deep_gemm, name, None))]
+    assert missing == []
+    assert callable(deep_gemm.testing.calc_diff) and callable(deep_gemm.testing.bench)
+    assert deep_gemm.utils.per_token_cast_to_fp8 is deep_gemm.per_token_cast_to_fp8
+
+
+def test_drop_in_aliases_are_the_same_functions():
+    pytest.importorskip("torch", reason="without torch the GEMM names are placeholders that ask for torch")
+    assert deep_gemm.fp8_fp4_gemm_nt is deep_gemm.fp8_gemm_nt
+    assert deep_gemm.fp8_m_grouped_gemm_nt_masked is deep_gemm.m_grouped_fp8_gemm_nt_masked
+    assert deep_gemm.bf16_m_grouped_gemm_nt_masked is deep_gemm.m_grouped_bf16_gemm_nt_masked
+
+
+def test_without_torch_the_gemms_ask_for_torch():
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError:
+        with pytest.raises(ModuleNotFoundError, match="install torch"):
+            deep_gemm.fp8_gemm_nt(None, None, None)
+    else:
+        pytest.skip("torch is installed: the GEMMs are the real ones")
