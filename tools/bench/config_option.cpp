@@ -20,8 +20,7 @@ int positive_part(const std::string& part, const std::string& text) {
     used = 0;
   }
   if (part.empty() || used != part.size() || value <= 0 || value > 4096) {
-    throw std::invalid_argument("--config: must be BMxBNxSTAGES with positive integers (e.g. 128x192x4), got " +
-                                text);
+    throw std::invalid_argument("--config: must be positive integers joined by 'x' (e.g. 128x192x4), got " + text);
   }
   return static_cast<int>(value);
 }
@@ -33,8 +32,8 @@ moegemm::KernelConfig parse_config(const std::string& text) {
   std::stringstream ss(text);
   std::string part;
   while (std::getline(ss, part, 'x')) parts.push_back(part);
-  if (parts.size() != 3 || text.empty() || text.back() == 'x') {
-    throw std::invalid_argument("--config: must be BMxBNxSTAGES (e.g. 128x192x4), got " + text);
+  if ((parts.size() != 3 && parts.size() != 5) || text.back() == 'x') {
+    throw std::invalid_argument("--config: must be BMxBNxSTAGES or BMxBNxSTAGESxCMxCN (e.g. 128x192x4), got " + text);
   }
   moegemm::KernelConfig config;
   config.block_m = positive_part(parts[0], text);
@@ -42,8 +41,8 @@ moegemm::KernelConfig parse_config(const std::string& text) {
   config.block_k = kFp8BlockK;
   config.stages = positive_part(parts[2], text);
   config.math_warpgroups = config.block_m / 64;
-  config.cluster_m = 1;
-  config.cluster_n = 1;
+  config.cluster_m = parts.size() == 5 ? positive_part(parts[3], text) : 1;
+  config.cluster_n = parts.size() == 5 ? positive_part(parts[4], text) : 1;
   return config;
 }
 

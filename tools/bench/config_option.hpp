@@ -12,8 +12,9 @@
 namespace moegemm::bench {
 
 // "128x192x4" -> KernelConfig{block_m 128, block_n 192, block_k 128, 4 stages, block_m / 64 math warpgroups,
-// cluster 1x1}. Throws std::invalid_argument naming --config when the text is not three positive integers joined
-// by 'x'; whether the kernels accept the values is the library's to say (per call).
+// cluster 1x1}; "128x192x4x2x1" sets the cluster too (2x1). Throws std::invalid_argument naming --config when the
+// text is not three or five positive integers joined by 'x'; whether the kernels accept the values is the library's
+// to say (per call).
 moegemm::KernelConfig parse_config(const std::string& text);
 
 // The table's short form: "128x192x4", with " c2x1" appended for a cluster.

@@ -52,7 +52,8 @@ const char* kUsage =
     "  --warmup N       untimed calls before timing (default 3)\n"
     "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
     "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
-    "                   block_n 192, 4 stages, cluster 1x1) on every moegemm call of the run\n"
+    "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too)\n"
+    "                   on every moegemm call of the run\n"
     "  --print-config   show the planner's configuration for each FP8 1D2D row (with --list: no GPU needed)\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
