@@ -1,5 +1,6 @@
 #include "lt_baseline.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cuda_check.hpp"
@@ -47,7 +48,6 @@ bool LtGemm::prepare_or_throw(cublasLtHandle_t handle, const LtProblem& p, void*
   handle_ = handle;
   problem_ = p;
   workspace_ = workspace;
-  beta_ = p.c != nullptr ? 1.0f : 0.0f;
   lt_check(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   set_attr(op_, CUBLASLT_MATMUL_DESC_TRANSA, p.op_a, "TRANSA");
   set_attr(op_, CUBLASLT_MATMUL_DESC_TRANSB, p.op_b, "TRANSB");
@@ -69,11 +69,14 @@ bool LtGemm::prepare_or_throw(cublasLtHandle_t handle, const LtProblem& p, void*
   cublasLtMatmulPreference_t pref = nullptr;
   lt_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::size_t workspace_bytes = kLtWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                       sizeof(workspace_bytes));
+  const cublasStatus_t pref_status = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, op_, a_, b_, c_, d_, pref, 1, &result, &found);
+  cublasStatus_t status = pref_status;
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    status = cublasLtMatmulAlgoGetHeuristic(handle, op_, a_, b_, c_, d_, pref, 1, &result, &found);
+  }
   cublasLtMatmulPreferenceDestroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
     if (why != nullptr) {
@@ -90,13 +93,59 @@ bool LtGemm::prepare_or_throw(cublasLtHandle_t handle, const LtProblem& p, void*
 void LtGemm::run(cudaStream_t stream) const {
   if (op_ == nullptr) throw std::logic_error("LtGemm::run before a successful prepare");
   const void* c = problem_.c != nullptr ? problem_.c : problem_.d;
-  lt_check(cublasLtMatmul(handle_, op_, &alpha_, problem_.a, a_, problem_.b, b_, &beta_, c, c_, problem_.d, d_, &algo_,
-                          workspace_, kLtWorkspaceBytes, stream),
+  lt_check(cublasLtMatmul(handle_, op_, &alpha_, problem_.a, a_, problem_.b, b_, &problem_.beta, c, c_, problem_.d,
+                          d_, &algo_, workspace_, kLtWorkspaceBytes, stream),
            "cublasLtMatmul");
+  // A kernel that failed to launch leaves D untouched and says so only here.
+  const cudaError_t launch = cudaGetLastError();
+  if (launch != cudaSuccess) {
+    throw CudaFailure(std::string("cublasLtMatmul launch failed: ") + cudaGetErrorString(launch));
+  }
+}
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
+std::int64_t round_up(std::int64_t x, std::int64_t y) { return ceil_div(x, y) * y; }
+
+// The safety margin of every scale buffer: a kernel that reads a whole tile of scales past a tensor's edge still
+// reads inside the allocation (and reads the padding value, 1.0, not another buffer's NaN poison).
+std::int64_t padded_alloc(std::int64_t rows, std::int64_t k_blocks) {
+  return round_up(std::max<std::int64_t>(rows, 1), 128) * round_up(std::max<std::int64_t>(k_blocks, 1), 4) + 128;
+}
+
+}  // namespace
+
+LtScaleLayout lt_vec128_layout(std::int64_t rows, std::int64_t k) {
+  LtScaleLayout l;
+  l.rows = rows;
+  l.k_blocks = ceil_div(k, 128);
+  l.row_stride = 1;
+  l.kb_stride = rows;  // exactly the row count: the documented (and PyTorch-checked) stride
+  l.alloc = padded_alloc(rows, l.k_blocks);
+  return l;
+}
+
+LtScaleLayout lt_blk128_layout(std::int64_t rows, std::int64_t k) {
+  LtScaleLayout l;
+  l.rows = ceil_div(rows, 128);
+  l.k_blocks = ceil_div(k, 128);
+  l.row_stride = round_up(l.k_blocks, 4);  // L4
+  l.kb_stride = 1;
+  l.alloc = padded_alloc(l.rows, l.row_stride);
+  return l;
+}
+
+std::string lt_block_scaling_unsupported(std::int64_t m, std::int64_t n, std::int64_t k, cudaDataType_t d_type) {
+  const std::int64_t d_bytes = d_type == CUDA_R_32F ? 4 : 2;
+  if (m % 4 != 0 || n % 4 != 0) return "block scaling needs M and N multiples of 4";
+  if (k % 16 != 0) return "FP8 needs K a multiple of 16";
+  if ((n * d_bytes) % 16 != 0) return "D's leading dimension must be a multiple of 16 bytes";
+  return {};
 }
 
 LtProblem fp8_per_tensor(std::int64_t m, std::int64_t n, std::int64_t k, const void* a, const void* b, void* d,
-                         cudaDataType_t d_type, const void* c, const float* a_scale, const float* b_scale) {
+                         cudaDataType_t d_type, const float* a_scale, const float* b_scale) {
   LtProblem p;
   p.ab_type = CUDA_R_8F_E4M3;
   p.d_type = d_type;
@@ -111,7 +160,6 @@ LtProblem fp8_per_tensor(std::int64_t m, std::int64_t n, std::int64_t k, const v
   p.a = b;
   p.b = a;
   p.d = d;
-  p.c = c;
   p.a_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
   p.b_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
   p.a_scale = b_scale;
@@ -120,48 +168,19 @@ LtProblem fp8_per_tensor(std::int64_t m, std::int64_t n, std::int64_t k, const v
 }
 
 LtProblem fp8_block_scaled(std::int64_t m, std::int64_t n, std::int64_t k, const void* a, const void* b, void* d,
-                           cudaDataType_t d_type, const void* c, const float* sfa, const float* sfb, bool b_per_row,
-                           bool weights_first) {
-  // Both operands are K-major, so each is a column-major K x rows matrix used with op T (first) or op N (second);
-  // the scale layouts depend only on (K, rows), not on the role, so the same scale tensors serve both forms.
-  const int weight_mode =
-      b_per_row ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-  LtProblem p;
-  p.ab_type = CUDA_R_8F_E4M3;
-  p.d_type = d_type;
-  p.op_a = CUBLAS_OP_T;
-  p.op_b = CUBLAS_OP_N;
-  p.k = static_cast<std::uint64_t>(k);
-  p.lda = k;
-  p.ldb = k;
-  p.d = d;
-  p.c = c;
-  if (weights_first) {
-    p.m = static_cast<std::uint64_t>(n);
-    p.n = static_cast<std::uint64_t>(m);
-    p.ldd = n;
-    p.a = b;
-    p.b = a;
-    p.a_scale_mode = weight_mode;
-    p.b_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    p.a_scale = sfb;
-    p.b_scale = sfa;
-  } else {
-    p.m = static_cast<std::uint64_t>(m);
-    p.n = static_cast<std::uint64_t>(n);
-    p.ldd = m;
-    p.a = a;
-    p.b = b;
-    p.a_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    p.b_scale_mode = weight_mode;
-    p.a_scale = sfa;
-    p.b_scale = sfb;
-  }
+                           cudaDataType_t d_type, const float* sfa, const float* sfb, bool b_per_row) {
+  // The per-tensor call's operands, with cuBLASLt's A (our weights) scaled per 128x128 block (or per row x 128 K
+  // in 1D1D) and its B (our activations) per row x 128 K, as torch._scaled_mm sets up the same recipe.
+  LtProblem p = fp8_per_tensor(m, n, k, a, b, d, d_type, nullptr, nullptr);
+  p.a_scale_mode = b_per_row ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  p.b_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  p.a_scale = sfb;
+  p.b_scale = sfa;
   return p;
 }
 
 LtProblem bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const void* a, bool a_mn_major, const void* b,
-                    bool b_mn_major, void* d, cudaDataType_t d_type, const void* c) {
+                    bool b_mn_major, void* d, cudaDataType_t d_type) {
   LtProblem p;
   p.ab_type = CUDA_R_16BF;
   p.d_type = d_type;
@@ -178,7 +197,6 @@ LtProblem bf16_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const void* 
   p.a = b;
   p.b = a;
   p.d = d;
-  p.c = c;
   return p;
 }
 

@@ -2,17 +2,19 @@
 // reference on the GPU. docs/benchmarking.md describes the columns and the method.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "config_option.hpp"
+#include "moegemm/device.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 #include "suites.hpp"
@@ -39,7 +41,8 @@ struct Options {
 const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
-    "                     [--json FILE] [--commit SHA] [--list] [--probe]\n"
+    "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
+    "                     [--list] [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -48,6 +51,10 @@ const char* kUsage =
     "  --iters N        timed calls per measurement, median reported (default 30)\n"
     "  --warmup N       untimed calls before timing (default 3)\n"
     "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
+    "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
+    "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too)\n"
+    "                   on every moegemm call of the run\n"
+    "  --print-config   show the planner's configuration for each FP8 1D2D row (with --list: no GPU needed)\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
@@ -113,6 +120,10 @@ Options parse(int argc, char** argv) {
       o.settings.check = false;
     } else if (arg == "--check-budget") {
       o.settings.check_budget = std::stod(value());
+    } else if (arg == "--config") {
+      o.settings.config = parse_config(value());
+    } else if (arg == "--print-config") {
+      o.settings.print_config = true;
     } else if (arg == "--json") {
       o.json_path = value();
     } else if (arg == "--commit") {
@@ -128,28 +139,16 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Empty when a usable (compute capability 9.0) device is present, else the reason.
-// moegemm::device_info() answers the same question for the library; the tool asks the runtime it is linked with.
+// Empty when a usable (compute capability 9.0) device is present, else the reason. moegemm::device_info() decides,
+// as for the library's own calls; the properties for the run's record then come from the runtime the tool links.
 std::string device_problem(cudaDeviceProp* prop) {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    // Without any driver the runtime reports an "insufficient" one; say what is actually missing.
-    if (status == cudaErrorInsufficientDriver) {
-      void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-      if (driver == nullptr) return "no CUDA driver (libcuda.so.1 not found)";
-      dlclose(driver);
-    }
-    return cudaGetErrorString(status);
-  }
-  if (count == 0) return "no device found";
+  const moegemm::DeviceInfo info = moegemm::device_info();
+  if (!info.available) return info.reason;
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
-  if (cudaGetDeviceProperties(prop, device) != cudaSuccess) return "cannot read the properties of device 0";
-  if (prop->major != 9 || prop->minor != 0) {
-    return std::string(prop->name) + " has compute capability " + std::to_string(prop->major) + "." +
-           std::to_string(prop->minor) + ", the kernels need 9.0 (sm_90a)";
-  }
+  cudaError_t status = cudaGetDevice(&device);
+  if (status == cudaSuccess) status = cudaGetDeviceProperties(prop, device);
+  if (status != cudaSuccess) return std::string("the CUDA runtime cannot use ") + info.name + ": " +
+                                    cudaGetErrorString(status);
   return {};
 }
 
@@ -194,7 +193,12 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options.list) {
-    for (const Case& c : cases) std::cout << c.suite << ": " << c.label() << "\n";
+    for (const Case& c : cases) {
+      std::cout << c.suite << ": " << c.label();
+      const auto plan = options.settings.print_config ? planned_config(c) : std::nullopt;
+      if (plan) std::cout << " | plan " << plan->to_string();
+      std::cout << "\n";
+    }
     std::cout << cases.size() << " cases\n";
     return 0;
   }
@@ -214,31 +218,48 @@ int main(int argc, char** argv) {
   }
   std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed << ", "
             << options.settings.iters << " timed calls per measurement, check "
-            << (options.settings.check ? "on" : "off") << "\n";
+            << (options.settings.check ? "on" : "off");
+  if (options.settings.config) {
+    std::cerr << ", every moegemm call forced to " << compact_config(*options.settings.config);
+  }
+  std::cerr << "\n";
 
   std::vector<CaseResult> results;
+  std::map<std::string, ProbeVerdict> probes;
+  bool context_lost = false;
   try {
     Runner runner(options.settings);
     for (const Case& c : cases) {
       results.push_back(runner.run(c));
       print_progress(std::cerr, results.back());
+      if (runner.context_lost()) {
+        // Every later CUDA call of this process would fail: report what ran, and say what did not.
+        context_lost = true;
+        std::cerr << "moegemm-bench: the CUDA context is lost (" << runner.context_error() << "); "
+                  << cases.size() - results.size() << " rows not run\n";
+        break;
+      }
     }
+    probes = runner.probes();
   } catch (const std::exception& e) {
     std::cerr << "moegemm-bench: " << e.what() << "\n";
     return kExitFailed;
   }
 
-  bool any_failed = false;
+  bool any_failed = context_lost;
   for (const CaseResult& r : results) any_failed = any_failed || r.failed();
   if (!options.json_path.empty()) {
     std::ofstream json(options.json_path);
-    write_json(json, info, results);
+    write_json(json, info, results, probes);
     if (!json) {
       std::cerr << "moegemm-bench: cannot write " << options.json_path << "\n";
       any_failed = true;
     }
   }
   std::cout << "moegemm-bench: seed " << options.seed << ", device " << info.device_name << "\n";
-  print_tables(std::cout, results);
+  print_tables(std::cout, results, probes);
+  if (context_lost) {
+    std::cout << "the CUDA context was lost: " << cases.size() - results.size() << " rows not run\n";
+  }
   return any_failed ? kExitFailed : 0;
 }

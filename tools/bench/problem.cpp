@@ -1,6 +1,7 @@
 #include "problem.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "moegemm/gemm.hpp"
@@ -133,57 +134,106 @@ std::vector<I64> draw_sizes(int groups, I64 expected, std::mt19937_64& rng) {
   return sizes;
 }
 
-// The per-tensor FP8 baseline of one dense GEMM with the same FLOPs, and the block-scaled one when the problem is
-// itself one dense GEMM (then its output can be checked against the same reference rows).
+// What every moegemm call of a problem passes in GemmOptions. The lambda that makes the call holds a copy, so it
+// owns the KernelConfig that options.config points to.
+struct CallOptions {
+  std::optional<moegemm::KernelConfig> config;
+  moegemm::ScaleRecipe recipe = moegemm::kRecipe1x128x128;
+  moegemm::GemmOptions get() const {
+    moegemm::GemmOptions options;
+    options.recipe = recipe;
+    options.config = config ? &*config : nullptr;
+    return options;
+  }
+};
+
+CallOptions call_options(const std::optional<moegemm::KernelConfig>& config, int block_k,
+                         moegemm::ScaleRecipe recipe = moegemm::kRecipe1x128x128) {
+  CallOptions o;
+  o.config = config;
+  if (o.config) o.config->block_k = block_k;
+  o.recipe = recipe;
+  return o;
+}
+
+constexpr int kFp8BlockK = 128;
+constexpr int kBf16BlockK = 64;
+
+// C of a baseline: the accumulator (beta = 1), or zeros of D's size (beta = 0; see LtProblem::c).
+void set_addend(Problem& p, const void* c, LtProblem* lt, cudaStream_t stream) {
+  if (c != nullptr) {
+    lt->c = c;
+    lt->beta = 1.0f;
+    return;
+  }
+  if (p.zero_c == nullptr) {
+    const std::size_t bytes = static_cast<std::size_t>(p.d_rows * p.n) * (p.d_f32 ? 4 : 2);
+    p.buffers.emplace_back(bytes);
+    CUDA_CHECK(cudaMemsetAsync(p.buffers.back().get(), 0, bytes, stream));
+    p.zero_c = p.buffers.back().get();
+  }
+  lt->c = p.zero_c;
+  lt->beta = 0.0f;
+}
+
+// The per-tensor FP8 baseline of one dense GEMM with the same FLOPs (scales of 1: not the checked product).
 BaselineSpec per_tensor_baseline(Problem& p, I64 m, I64 n, I64 k, const void* a, const void* b, const void* c,
                                  cudaStream_t stream) {
   const float* one = unit_scale(p, stream);
-  BaselineSpec spec{"cublasLt-pt", {fp8_per_tensor(m, n, k, a, b, p.d, lt_dtype(p.d_f32), c, one, one)}, {}};
+  BaselineSpec spec;
+  spec.name = "cublasLt-pt";
+  spec.lt = fp8_per_tensor(m, n, k, a, b, p.d, lt_dtype(p.d_f32), one, one);
+  set_addend(p, c, &spec.lt, stream);
   return spec;
 }
 
+// Re-lays a scale tensor (scale of (row, kb) at src[row * src_rs + kb * src_ks]) into `layout`, in a buffer with
+// the layout's safety margin; the margin and the rounding padding hold 1.0.
+float* pack_lt_scales(Problem& p, const LtScaleLayout& layout, const float* src, I64 src_rs, I64 src_ks,
+                      cudaStream_t stream) {
+  float* dst = alloc<float>(p, layout.alloc);
+  fill_f32(dst, layout.alloc, 1.0f, stream);
+  copy_strided_f32(dst, layout.row_stride, layout.kb_stride, src, src_rs, src_ks, layout.rows, layout.k_blocks,
+                   stream);
+  return dst;
+}
+
+// The block-scaled baseline of a dense problem: the same product as moegemm's, checked against the same reference
+// rows, in cuBLASLt's scale layouts (lt_baseline.hpp). A's scales come MN-major (row, kb) at kb * a.ld + row; B's at
+// (row or row block, kb) with strides (b_sf_rs, b_sf_ks). `probe` is a small case of the same family.
 BaselineSpec block_baseline(Problem& p, I64 m, I64 n, I64 k, const TokenFp8& a, const void* b_q, const float* b_sf_src,
-                            I64 b_sf_rs, I64 b_sf_ks, bool b_per_row, const void* c, cudaStream_t stream) {
-  const I64 kb = ceil128(k);
-  // VEC128: scale (row, kb) at kb * rows + row.
-  float* sfa = alloc<float>(p, kb * m);
-  copy_strided_f32(sfa, 1, m, a.sf, 1, a.ld, m, kb, stream);
-  float* sfb = nullptr;
-  if (b_per_row) {
-    sfb = alloc<float>(p, kb * n);
-    copy_strided_f32(sfb, 1, n, b_sf_src, b_sf_rs, b_sf_ks, n, kb, stream);
-  } else {
-    // BLK128x128: scale (rb, kb) at rb * round_up(kb_count, 4) + kb.
-    const I64 rb = ceil128(n);
-    sfb = alloc<float>(p, rb * lt_blk_ld(k));
-    fill_f32(sfb, rb * lt_blk_ld(k), 1.0f, stream);
-    copy_strided_f32(sfb, lt_blk_ld(k), 1, b_sf_src, b_sf_rs, b_sf_ks, rb, kb, stream);
-  }
-  // The first form's C is read as D^T too, so it gets a transposed copy (C only occurs with FP32 D).
-  const void* c_transposed = nullptr;
-  if (c != nullptr) {
-    float* ct = alloc<float>(p, m * n);
-    copy_strided_f32(ct, 1, m, static_cast<const float*>(c), n, 1, m, n, stream);
-    c_transposed = ct;
-  }
+                            I64 b_sf_rs, I64 b_sf_ks, bool b_per_row, const void* c, const Case& probe,
+                            cudaStream_t stream) {
   BaselineSpec spec;
   spec.name = "cublasLt-blk";
   const cudaDataType_t dt = lt_dtype(p.d_f32);
-  spec.forms.push_back(fp8_block_scaled(m, n, k, a.q, b_q, p.d, dt, c_transposed, sfa, sfb, b_per_row, false));
-  spec.forms.push_back(fp8_block_scaled(m, n, k, a.q, b_q, p.d, dt, c, sfa, sfb, b_per_row, true));
-  std::vector<RefJob> transposed = p.jobs;  // the first form writes D^T: element (m, n) at n * M + m
-  for (RefJob& job : transposed) {
-    const I64 row = job.d_off / n;
-    job.d_off = row;
-    job.d_sn = m;
-  }
-  spec.check_jobs = {transposed, p.jobs};
+  spec.unavailable = lt_block_scaling_unsupported(m, n, k, dt);
+  if (!spec.unavailable.empty()) return spec;
+  const float* sfa = pack_lt_scales(p, lt_vec128_layout(m, k), a.sf, 1, a.ld, stream);
+  const LtScaleLayout b_layout = b_per_row ? lt_vec128_layout(n, k) : lt_blk128_layout(n, k);
+  const float* sfb = pack_lt_scales(p, b_layout, b_sf_src, b_sf_rs, b_sf_ks, stream);
+  spec.lt = fp8_block_scaled(m, n, k, a.q, b_q, p.d, dt, sfa, sfb, b_per_row);
+  set_addend(p, c, &spec.lt, stream);
+  spec.check_jobs = p.jobs;
+  spec.probe_key = spec.name + (b_per_row ? " 1D1D" : " 1D2D") + (p.d_f32 ? " f32" : " bf16") + (c ? " +C" : "");
+  spec.probe = probe;
   return spec;
+}
+
+// The probe of a dense family: small, every documented rule met, and the L4 padding of the 128x128 scales
+// exercised (K = 640: 5 blocks, columns 8 apart).
+Case probe_case(const Case& c) {
+  Case probe = c;
+  probe.m = 256;
+  probe.n = 384;
+  probe.k = 640;
+  probe.tag = "probe";
+  return probe;
 }
 
 // ---- FP8 ----------------------------------------------------------------------------------------------------------
 
-void fp8_dense(Problem& p, const Case& c, cudaStream_t stream) {
+void fp8_dense(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   const I64 m = c.m, n = c.n, k = c.k, kb = ceil128(k), nb = ceil128(n);
   const TokenFp8 a = token_fp8(p, 1, m, k, c.seed + 1, stream);
   const BlockFp8 b = block_fp8(p, 1, n, k, c.seed + 2, stream);
@@ -193,17 +243,17 @@ void fp8_dense(Problem& p, const Case& c, cudaStream_t stream) {
   const moegemm::Fp8Operand bv{TensorView::contiguous(b.q, DType::kFloat8E4M3, {n, k}),
                                TensorView::contiguous(b.sf, DType::kFloat32, {nb, kb})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {m, n});
-  p.call = [av, bv, dv](cudaStream_t s) { moegemm::fp8_gemm_nt(av, bv, dv, s); };
+  p.call = [av, bv, dv, o](cudaStream_t s) { moegemm::fp8_gemm_nt(av, bv, dv, s, o.get()); };
   p.ref = RefOperands{RefInput::kFp8, a.q, b.q, a.sf, b.sf, 128, nullptr, true, p.d, false, n};
   for (I64 r = 0; r < m; ++r)
     add_job(p, RefJob{r * k, 1, r, a.ld, 0, k, 1, 0, kb, 1, k, -1, r * n, 1}, r == 0 || r == m - 1);
   p.flops = 2.0 * m * n * k;
   p.bytes = double(m * k + n * k) + 4.0 * (m * kb + nb * kb) + 2.0 * m * n;
   p.baselines.push_back(per_tensor_baseline(p, m, n, k, a.q, b.q, nullptr, stream));
-  p.baselines.push_back(block_baseline(p, m, n, k, a, b.q, b.sf, kb, 1, false, nullptr, stream));
+  p.baselines.push_back(block_baseline(p, m, n, k, a, b.q, b.sf, kb, 1, false, nullptr, probe_case(c), stream));
 }
 
-void fp8_wgrad(Problem& p, const Case& c, cudaStream_t stream) {
+void fp8_wgrad(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   const I64 m = c.m, n = c.n, k = c.k, kb = ceil128(k);
   const TokenFp8 a = token_fp8(p, 1, m, k, c.seed + 1, stream);
   const TokenFp8 b = token_fp8(p, 1, n, k, c.seed + 2, stream);
@@ -215,11 +265,7 @@ void fp8_wgrad(Problem& p, const Case& c, cudaStream_t stream) {
                                TensorView::strided(b.sf, DType::kFloat32, {n, kb}, {1, b.ld})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kFloat32, {m, n});
   const TensorView cv = TensorView::contiguous(acc, DType::kFloat32, {m, n});
-  p.call = [av, bv, dv, cv](cudaStream_t s) {
-    moegemm::GemmOptions options;
-    options.recipe = moegemm::kRecipe1x1x128;
-    moegemm::fp8_gemm_nt_1d1d(av, bv, dv, &cv, s, options);
-  };
+  p.call = [av, bv, dv, cv, o](cudaStream_t s) { moegemm::fp8_gemm_nt_1d1d(av, bv, dv, &cv, s, o.get()); };
   p.ref = RefOperands{RefInput::kFp8, a.q, b.q, a.sf, b.sf, 1, acc, true, p.d, true, n};
   for (I64 r = 0; r < m; ++r) {
     add_job(p, RefJob{r * k, 1, r, a.ld, 0, k, 1, 0, 1, b.ld, k, r * n, r * n, 1}, r == 0 || r == m - 1);
@@ -227,7 +273,7 @@ void fp8_wgrad(Problem& p, const Case& c, cudaStream_t stream) {
   p.flops = 2.0 * m * n * k;
   p.bytes = double(m * k + n * k) + 4.0 * kb * (m + n) + 8.0 * m * n;
   p.baselines.push_back(per_tensor_baseline(p, m, n, k, a.q, b.q, acc, stream));
-  p.baselines.push_back(block_baseline(p, m, n, k, a, b.q, b.sf, 1, b.ld, true, acc, stream));
+  p.baselines.push_back(block_baseline(p, m, n, k, a, b.q, b.sf, 1, b.ld, true, acc, probe_case(c), stream));
 }
 
 // Expert segments of the contiguous layout: rows [start, start + size) valid, then padding to the next multiple
@@ -273,7 +319,7 @@ moegemm::ContiguousLayout contiguous_layout(Problem& p, const Case& c, const Seg
   return layout;
 }
 
-void fp8_contiguous(Problem& p, const Case& c, cudaStream_t stream) {
+void fp8_contiguous(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   std::mt19937_64 rng(c.seed);
   const Segments s = contiguous_segments(c, rng);
   const I64 m = s.total, n = c.n, k = c.k, kb = ceil128(k), nb = ceil128(n), g_count = c.groups;
@@ -286,7 +332,9 @@ void fp8_contiguous(Problem& p, const Case& c, cudaStream_t stream) {
   const moegemm::Fp8Operand bv{TensorView::contiguous(b.q, DType::kFloat8E4M3, {g_count, n, k}),
                                TensorView::contiguous(b.sf, DType::kFloat32, {g_count, nb, kb})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {m, n});
-  p.call = [av, bv, dv, layout](cudaStream_t st) { moegemm::m_grouped_fp8_gemm_nt_contiguous(av, bv, dv, layout, st); };
+  p.call = [av, bv, dv, layout, o](cudaStream_t st) {
+    moegemm::m_grouped_fp8_gemm_nt_contiguous(av, bv, dv, layout, st, o.get());
+  };
   p.ref = RefOperands{RefInput::kFp8, a.q, b.q, a.sf, b.sf, 128, nullptr, true, p.d, false, n};
   for (I64 g = 0; g < g_count; ++g) {
     for (I64 r = s.start[g]; r < s.start[g] + s.size[g]; ++r) {
@@ -323,7 +371,7 @@ moegemm::MaskedLayout masked_layout(Problem& p, const Case& c, const std::vector
   return layout;
 }
 
-void fp8_masked(Problem& p, const Case& c, cudaStream_t stream) {
+void fp8_masked(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   const std::vector<I64> valid = masked_counts(c, p);
   const I64 cap = c.capacity, n = c.n, k = c.k, kb = ceil128(k), nb = ceil128(n), g_count = c.groups;
   const TokenFp8 a = token_fp8(p, g_count, cap, k, c.seed + 1, stream);
@@ -335,7 +383,9 @@ void fp8_masked(Problem& p, const Case& c, cudaStream_t stream) {
   const moegemm::Fp8Operand bv{TensorView::contiguous(b.q, DType::kFloat8E4M3, {g_count, n, k}),
                                TensorView::contiguous(b.sf, DType::kFloat32, {g_count, nb, kb})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {g_count, cap, n});
-  p.call = [av, bv, dv, layout](cudaStream_t st) { moegemm::m_grouped_fp8_gemm_nt_masked(av, bv, dv, layout, st); };
+  p.call = [av, bv, dv, layout, o](cudaStream_t st) {
+    moegemm::m_grouped_fp8_gemm_nt_masked(av, bv, dv, layout, st, o.get());
+  };
   p.ref = RefOperands{RefInput::kFp8, a.q, b.q, a.sf, b.sf, 128, nullptr, true, p.d, false, n};
   I64 total = 0;
   for (I64 g = 0; g < g_count; ++g) {
@@ -372,7 +422,7 @@ moegemm::KGroupedLayout kgrouped_layout(Problem& p, const std::vector<I64>& ks, 
   return layout;
 }
 
-void fp8_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
+void fp8_kgrouped(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   I64 sum_k = 0;
   const std::vector<I64> ks = expert_ks(c, p, &sum_k);
   const I64 m = c.m, n = c.n, g_count = c.groups, kb_total = sum_k / 128;
@@ -407,10 +457,8 @@ void fp8_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
                                TensorView::strided(sfb, DType::kFloat32, {n, kb_total}, {1, ldb})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kFloat32, {g_count, m, n});
   const TensorView cv = TensorView::contiguous(acc, DType::kFloat32, {g_count, m, n});
-  p.call = [av, bv, dv, cv, layout](cudaStream_t st) {
-    moegemm::GemmOptions options;
-    options.recipe = moegemm::kRecipe1x1x128;
-    moegemm::k_grouped_fp8_gemm_nt(av, bv, dv, &cv, layout, st, options);
+  p.call = [av, bv, dv, cv, layout, o](cudaStream_t st) {
+    moegemm::k_grouped_fp8_gemm_nt(av, bv, dv, &cv, layout, st, o.get());
   };
   p.ref = RefOperands{RefInput::kFp8, a_q, b_q, sfa, sfb, 1, acc, true, p.d, true, n};
   I64 prefix = 0;
@@ -433,13 +481,16 @@ void fp8_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
 // ---- BF16 ---------------------------------------------------------------------------------------------------------
 
 BaselineSpec bf16_baseline(Problem& p, I64 m, I64 n, I64 k, const void* a, bool a_mn, const void* b, bool b_mn,
-                           const void* c, bool checkable) {
-  BaselineSpec spec{"cublasLt-bf16", {bf16_gemm(m, n, k, a, a_mn, b, b_mn, p.d, lt_dtype(p.d_f32), c)}, {}};
-  if (checkable) spec.check_jobs = {p.jobs};
+                           const void* c, bool checkable, cudaStream_t stream) {
+  BaselineSpec spec;
+  spec.name = "cublasLt-bf16";
+  spec.lt = bf16_gemm(m, n, k, a, a_mn, b, b_mn, p.d, lt_dtype(p.d_f32));
+  set_addend(p, c, &spec.lt, stream);
+  if (checkable) spec.check_jobs = p.jobs;
   return spec;
 }
 
-void bf16_dense(Problem& p, const Case& c, cudaStream_t stream) {
+void bf16_dense(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   const I64 m = c.m, n = c.n, k = c.k;
   auto* a = bf16_random(p, m * k, c.seed + 1, stream);
   auto* b = bf16_random(p, n * k, c.seed + 2, stream);
@@ -453,7 +504,9 @@ void bf16_dense(Problem& p, const Case& c, cudaStream_t stream) {
   const TensorView dv = TensorView::contiguous(p.d, out_dtype(c.d_f32), {m, n});
   const TensorView cv = TensorView::contiguous(acc, out_dtype(c.d_f32), {m, n});
   const bool has_c = acc != nullptr;
-  p.call = [av, bv, dv, cv, has_c](cudaStream_t st) { moegemm::bf16_gemm(av, bv, dv, has_c ? &cv : nullptr, st); };
+  p.call = [av, bv, dv, cv, has_c, o](cudaStream_t st) {
+    moegemm::bf16_gemm(av, bv, dv, has_c ? &cv : nullptr, st, o.get());
+  };
   p.ref = RefOperands{RefInput::kBf16, a, b, nullptr, nullptr, 1, acc, c.d_f32, p.d, c.d_f32, n};
   for (I64 r = 0; r < m; ++r) {
     add_job(p,
@@ -464,10 +517,10 @@ void bf16_dense(Problem& p, const Case& c, cudaStream_t stream) {
   p.threshold = kBf16Threshold;
   p.flops = 2.0 * m * n * k;
   p.bytes = 2.0 * (m * k + n * k) + (c.d_f32 ? 4.0 : 2.0) * m * n * (has_c ? 2 : 1);
-  p.baselines.push_back(bf16_baseline(p, m, n, k, a, c.a_mn_major, b, c.b_mn_major, acc, true));
+  p.baselines.push_back(bf16_baseline(p, m, n, k, a, c.a_mn_major, b, c.b_mn_major, acc, true, stream));
 }
 
-void bf16_contiguous(Problem& p, const Case& c, cudaStream_t stream) {
+void bf16_contiguous(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   std::mt19937_64 rng(c.seed);
   const Segments s = contiguous_segments(c, rng);
   const I64 m = s.total, n = c.n, k = c.k, g_count = c.groups;
@@ -479,7 +532,9 @@ void bf16_contiguous(Problem& p, const Case& c, cudaStream_t stream) {
   const TensorView bv = c.b_mn_major ? TensorView::strided(b, DType::kBFloat16, {g_count, n, k}, {n * k, 1, n})
                                      : TensorView::contiguous(b, DType::kBFloat16, {g_count, n, k});
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {m, n});
-  p.call = [av, bv, dv, layout](cudaStream_t st) { moegemm::m_grouped_bf16_gemm_contiguous(av, bv, dv, layout, st); };
+  p.call = [av, bv, dv, layout, o](cudaStream_t st) {
+    moegemm::m_grouped_bf16_gemm_contiguous(av, bv, dv, layout, st, o.get());
+  };
   p.ref = RefOperands{RefInput::kBf16, a, b, nullptr, nullptr, 1, nullptr, false, p.d, false, n};
   for (I64 g = 0; g < g_count; ++g) {
     for (I64 r = s.start[g]; r < s.start[g] + s.size[g]; ++r) {
@@ -491,10 +546,10 @@ void bf16_contiguous(Problem& p, const Case& c, cudaStream_t stream) {
   p.threshold = kBf16Threshold;
   p.flops = 2.0 * m * n * k;
   p.bytes = 2.0 * (m * k + g_count * n * k) + 2.0 * m * n;
-  p.baselines.push_back(bf16_baseline(p, m, n, k, a, false, b, c.b_mn_major, nullptr, false));
+  p.baselines.push_back(bf16_baseline(p, m, n, k, a, false, b, c.b_mn_major, nullptr, false, stream));
 }
 
-void bf16_masked(Problem& p, const Case& c, cudaStream_t stream) {
+void bf16_masked(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   const std::vector<I64> valid = masked_counts(c, p);
   const I64 cap = c.capacity, n = c.n, k = c.k, g_count = c.groups;
   auto* a = bf16_random(p, g_count * cap * k, c.seed + 1, stream);
@@ -504,7 +559,9 @@ void bf16_masked(Problem& p, const Case& c, cudaStream_t stream) {
   const TensorView av = TensorView::contiguous(a, DType::kBFloat16, {g_count, cap, k});
   const TensorView bv = TensorView::contiguous(b, DType::kBFloat16, {g_count, n, k});
   const TensorView dv = TensorView::contiguous(p.d, DType::kBFloat16, {g_count, cap, n});
-  p.call = [av, bv, dv, layout](cudaStream_t st) { moegemm::m_grouped_bf16_gemm_masked(av, bv, dv, layout, st); };
+  p.call = [av, bv, dv, layout, o](cudaStream_t st) {
+    moegemm::m_grouped_bf16_gemm_masked(av, bv, dv, layout, st, o.get());
+  };
   p.ref = RefOperands{RefInput::kBf16, a, b, nullptr, nullptr, 1, nullptr, false, p.d, false, n};
   I64 total = 0;
   for (I64 g = 0; g < g_count; ++g) {
@@ -517,10 +574,10 @@ void bf16_masked(Problem& p, const Case& c, cudaStream_t stream) {
   p.threshold = kBf16Threshold;
   p.flops = 2.0 * total * n * k;
   p.bytes = 2.0 * (total * k + g_count * n * k) + 2.0 * total * n;
-  if (total > 0) p.baselines.push_back(bf16_baseline(p, total, n, k, a, false, b, false, nullptr, false));
+  if (total > 0) p.baselines.push_back(bf16_baseline(p, total, n, k, a, false, b, false, nullptr, false, stream));
 }
 
-void bf16_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
+void bf16_kgrouped(Problem& p, const Case& c, const CallOptions& o, cudaStream_t stream) {
   I64 sum_k = 0;
   const std::vector<I64> ks = expert_ks(c, p, &sum_k);
   const I64 m = c.m, n = c.n, g_count = c.groups;
@@ -533,7 +590,9 @@ void bf16_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
   const TensorView bv = TensorView::contiguous(b, DType::kBFloat16, {sum_k, n});
   const TensorView dv = TensorView::contiguous(p.d, DType::kFloat32, {g_count, m, n});
   const TensorView cv = TensorView::contiguous(acc, DType::kFloat32, {g_count, m, n});
-  p.call = [av, bv, dv, cv, layout](cudaStream_t st) { moegemm::k_grouped_bf16_gemm_tn(av, bv, dv, &cv, layout, st); };
+  p.call = [av, bv, dv, cv, layout, o](cudaStream_t st) {
+    moegemm::k_grouped_bf16_gemm_tn(av, bv, dv, &cv, layout, st, o.get());
+  };
   p.ref = RefOperands{RefInput::kBf16, a, b, nullptr, nullptr, 1, acc, true, p.d, true, n};
   I64 prefix = 0;
   for (I64 g = 0; g < g_count; ++g) {
@@ -547,41 +606,45 @@ void bf16_kgrouped(Problem& p, const Case& c, cudaStream_t stream) {
   p.threshold = kBf16Threshold;
   p.flops = 2.0 * m * n * sum_k;
   p.bytes = 2.0 * (m + n) * sum_k + 8.0 * g_count * m * n;
-  p.baselines.push_back(bf16_baseline(p, m, n, sum_k, a, true, b, true, acc, false));
+  p.baselines.push_back(bf16_baseline(p, m, n, sum_k, a, true, b, true, acc, false, stream));
 }
 
 }  // namespace
 
-std::unique_ptr<Problem> make_problem(const Case& c, cudaStream_t stream) {
+std::unique_ptr<Problem> make_problem(const Case& c, const std::optional<moegemm::KernelConfig>& config,
+                                      cudaStream_t stream) {
   auto p = std::make_unique<Problem>();
   p->buffers.reserve(32);
+  const CallOptions fp8 = call_options(config, kFp8BlockK);
+  const CallOptions fp8_1d1d = call_options(config, kFp8BlockK, moegemm::kRecipe1x1x128);
+  const CallOptions bf16 = call_options(config, kBf16BlockK);
   switch (c.family) {
     case Family::kFp8Dense:
-      fp8_dense(*p, c, stream);
+      fp8_dense(*p, c, fp8, stream);
       break;
     case Family::kFp8Wgrad:
-      fp8_wgrad(*p, c, stream);
+      fp8_wgrad(*p, c, fp8_1d1d, stream);
       break;
     case Family::kFp8Contiguous:
-      fp8_contiguous(*p, c, stream);
+      fp8_contiguous(*p, c, fp8, stream);
       break;
     case Family::kFp8Masked:
-      fp8_masked(*p, c, stream);
+      fp8_masked(*p, c, fp8, stream);
       break;
     case Family::kFp8KGrouped:
-      fp8_kgrouped(*p, c, stream);
+      fp8_kgrouped(*p, c, fp8_1d1d, stream);
       break;
     case Family::kBf16Dense:
-      bf16_dense(*p, c, stream);
+      bf16_dense(*p, c, bf16, stream);
       break;
     case Family::kBf16Contiguous:
-      bf16_contiguous(*p, c, stream);
+      bf16_contiguous(*p, c, bf16, stream);
       break;
     case Family::kBf16Masked:
-      bf16_masked(*p, c, stream);
+      bf16_masked(*p, c, bf16, stream);
       break;
     case Family::kBf16KGrouped:
-      bf16_kgrouped(*p, c, stream);
+      bf16_kgrouped(*p, c, bf16, stream);
       break;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));

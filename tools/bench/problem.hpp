@@ -5,21 +5,28 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cuda_check.hpp"
 #include "device_kernels.hpp"
 #include "lt_baseline.hpp"
+#include "moegemm/config.hpp"
 #include "suites.hpp"
 
 namespace moegemm::bench {
 
 struct BaselineSpec {
-  std::string name;              // "cublasLt-pt", "cublasLt-blk", "cublasLt-bf16"
-  std::vector<LtProblem> forms;  // tried in order; the first one cuBLASLt has an algorithm for is timed
-  // When the baseline computes exactly the checked product: the reference rows' D offsets for each form.
-  std::vector<std::vector<RefJob>> check_jobs;
+  std::string name;         // "cublasLt-pt", "cublasLt-blk", "cublasLt-bf16"
+  std::string unavailable;  // why cuBLASLt cannot run it for this shape ("" when it can): reported as n/a
+  LtProblem lt;
+  // When the baseline computes exactly the checked product: where each reference row lies in its D. Else empty.
+  std::vector<RefJob> check_jobs;
+  // A small case whose baseline of the same name uses the same layouts: verified once per run, before the first
+  // timed call (empty probe_key: no probe). Baselines with the same key share the verdict.
+  std::string probe_key;
+  Case probe;
 };
 
 struct Problem {
@@ -38,9 +45,12 @@ struct Problem {
   double bytes = 0;
   std::string note;  // "M_total=33024" and similar
   std::vector<BaselineSpec> baselines;
+  const void* zero_c = nullptr;  // D-sized zeros: the C of the baselines that do not accumulate
 };
 
-// Allocates and fills everything on `stream` (and synchronises). Throws CudaFailure on CUDA errors.
-std::unique_ptr<Problem> make_problem(const Case& c, cudaStream_t stream);
+// Allocates and fills everything on `stream` (and synchronises). Throws CudaFailure on CUDA errors. `config`
+// (when given) overrides the planner in every moegemm call of the problem (block_k set to the kernel family's).
+std::unique_ptr<Problem> make_problem(const Case& c, const std::optional<moegemm::KernelConfig>& config,
+                                      cudaStream_t stream);
 
 }  // namespace moegemm::bench

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "config_option.hpp"
+
 namespace moegemm::bench {
 namespace {
 
@@ -31,6 +33,8 @@ bool speedup(const CaseResult& r, std::size_t baseline, double* out) {
   *out = r.baselines[baseline].median_us / r.moegemm.median_us;
   return true;
 }
+
+constexpr std::size_t kPlanWidth = 14;  // "128x192x4 c2x1"
 
 std::string time_cell(const Timing& t) { return t.ok() ? fixed(t.median_us, 1) : t.status; }
 // Small-M rows run at a few TFLOPS: keep two significant digits there.
@@ -124,6 +128,7 @@ void print_progress(std::ostream& os, const CaseResult& r) {
   }
   os << ", check " << check_cell(r);
   if (!r.check.detail.empty()) os << " [" << r.check.detail << "]";
+  if (r.plan) os << ", plan " << r.plan->to_string();
   if (r.baseline_check.status != "-") {
     os << ", baseline check " << r.baseline_check.status << " " << sci(r.baseline_check.diff);
   }
@@ -132,7 +137,8 @@ void print_progress(std::ostream& os, const CaseResult& r) {
   os.flush();
 }
 
-void print_tables(std::ostream& os, const std::vector<CaseResult>& results) {
+void print_tables(std::ostream& os, const std::vector<CaseResult>& results,
+                  const std::map<std::string, ProbeVerdict>& probes) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const CaseResult*>> by_suite;
   for (const CaseResult& r : results) {
@@ -149,12 +155,17 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results) {
       }
     }
     std::size_t label_width = 20;
-    for (const CaseResult* r : rows) label_width = std::max(label_width, r->c.label().size());
+    bool any_plan = false;
+    for (const CaseResult* r : rows) {
+      label_width = std::max(label_width, r->c.label().size());
+      any_plan = any_plan || r->plan.has_value();
+    }
     os << "\n== " << suite << " ==\n";
     std::string header =
         pad("row", label_width, true) + " | " + pad("moegemm us", 10) + pad("TFLOPS", 8) + pad("GB/s", 7);
     for (const std::string& name : names) header += " | " + pad(name + " us", 17) + pad("TFLOPS", 8);
     for (const std::string& name : names) header += " | " + pad("x " + name.substr(name.find('-') + 1), 7);
+    if (any_plan) header += " | " + pad("plan", kPlanWidth, true);
     header += " | check";
     os << header << "\n" << std::string(header.size() + 10, '-') << "\n";
     std::vector<double> log_sum(names.size(), 0.0);
@@ -179,6 +190,7 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results) {
         }
         line += " | " + pad(have ? fixed(s, 2) : "-", 7);
       }
+      if (any_plan) line += " | " + pad(r->plan ? compact_config(*r->plan) : "-", kPlanWidth, true);
       line += " | " + check_cell(*r);
       if (r->failed()) ++failed;
       os << line << "\n";
@@ -196,21 +208,33 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results) {
       }
     }
   }
+  for (const auto& [key, verdict] : probes) {
+    if (!verdict.ok) os << "warning: " << key << " is not timed: its probe failed: " << verdict.detail << "\n";
+  }
   os << "\n" << results.size() << " rows, " << failed << " failed\n";
 }
 
-void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseResult>& results) {
+void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseResult>& results,
+                const std::map<std::string, ProbeVerdict>& probes) {
   os << "{\n  \"tool\": \"moegemm-bench\",\n  \"command\": " << json_string(info.command_line)
      << ",\n  \"commit\": " << json_string(info.commit) << ",\n  \"seed\": " << info.seed
      << ",\n  \"iters\": " << info.settings.iters << ",\n  \"warmup\": " << info.settings.warmup
      << ",\n  \"check\": " << (info.settings.check ? "true" : "false")
-     << ",\n  \"check_budget\": " << json_number(info.settings.check_budget)
+     << ",\n  \"check_budget\": " << json_number(info.settings.check_budget) << ",\n  \"config_override\": "
+     << (info.settings.config ? json_string(compact_config(*info.settings.config)) : std::string("null"))
      << ",\n  \"device\": {\"name\": " << json_string(info.device_name) << ", \"sm_count\": " << info.sm_count
      << ", \"compute_capability\": \"" << info.cc_major << "." << info.cc_minor
      << "\", \"clock_khz\": " << info.clock_khz << ", \"memory_clock_khz\": " << info.memory_clock_khz
      << ", \"l2_bytes\": " << info.l2_bytes << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version
      << ", \"driver\": " << info.driver_version << ", \"cublaslt\": " << info.cublaslt_version
-     << "},\n  \"results\": [";
+     << "},\n  \"probes\": [";
+  bool first_probe = true;
+  for (const auto& [key, verdict] : probes) {
+    os << (first_probe ? "\n" : ",\n") << "    {\"baseline\": " << json_string(key)
+       << ", \"ok\": " << (verdict.ok ? "true" : "false") << ", \"detail\": " << json_string(verdict.detail) << "}";
+    first_probe = false;
+  }
+  os << "],\n  \"results\": [";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const CaseResult& r = results[i];
     const Case& c = r.c;
@@ -236,6 +260,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
     }
     os << "},\n     \"check\": " << check_json(r.check)
        << ",\n     \"baseline_check\": " << check_json(r.baseline_check)
+       << ",\n     \"plan\": " << (r.plan ? json_string(r.plan->to_string()) : std::string("null"))
        << ",\n     \"failed\": " << (r.failed() ? "true" : "false") << ", \"error\": " << json_string(r.error) << "}";
   }
   os << "\n  ]\n}\n";

@@ -1,6 +1,7 @@
 // moegemm-bench: the printed table and the JSON record of a run.
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,8 +29,10 @@ double gbps(double bytes, const Timing& t);
 
 // One line per row as it completes (for logs).
 void print_progress(std::ostream& os, const CaseResult& r);
-// The tables, one per suite, with a footer of failures and geometric-mean speedups.
-void print_tables(std::ostream& os, const std::vector<CaseResult>& results);
-void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseResult>& results);
+// The tables, one per suite, with a footer of failures, geometric-mean speedups and failed baseline probes.
+void print_tables(std::ostream& os, const std::vector<CaseResult>& results,
+                  const std::map<std::string, ProbeVerdict>& probes);
+void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseResult>& results,
+                const std::map<std::string, ProbeVerdict>& probes);
 
 }  // namespace moegemm::bench

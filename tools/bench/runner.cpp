@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <numeric>
 #include <random>
 
+#include "config_option.hpp"
 #include "device_kernels.hpp"
 #include "lt_baseline.hpp"
 #include "moegemm/error.hpp"
@@ -165,17 +168,102 @@ void time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stre
   out->status = "ok";
 }
 
+// True when the device still runs work. A sticky error (an illegal address) fails every later call of the process;
+// any other error is cleared by cudaGetLastError.
+bool device_usable() {
+  if (cudaDeviceSynchronize() == cudaSuccess) return true;
+  cudaGetLastError();
+  return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+// One call, synchronised: errors of the launch and of the execution surface here, not in a timed loop.
+void first_call(const LtGemm& gemm, cudaStream_t stream) {
+  gemm.run(stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// The baseline's output on a poisoned D against the reference rows (its own layout of D: `jobs`).
+void check_baseline(const LtGemm& gemm, const Problem& p, const Reference& reference, const std::vector<RefJob>& jobs,
+                    cudaStream_t stream, Check* out) {
+  poison_output(p, stream);
+  gemm.run(stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  reference.compare(jobs, false, out);
+}
+
+std::string scientific(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2e", v);
+  return buf;
+}
+
+std::string shape_of(const Case& c) {
+  return "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k);
+}
+
 }  // namespace
+
+void Runner::note_failure(const std::string& failure) {
+  if (context_error_.empty() && !device_usable()) context_error_ = failure;
+}
+
+const ProbeVerdict& Runner::probe(const BaselineSpec& spec) {
+  auto it = probes_.find(spec.probe_key);
+  if (it == probes_.end()) {
+    it = probes_.emplace(spec.probe_key, run_probe(spec)).first;
+    std::cerr << "moegemm-bench: " << spec.probe_key << (it->second.ok ? " PASS" : " FAIL") << " on the "
+              << it->second.detail << "\n";
+  }
+  return it->second;
+}
+
+ProbeVerdict Runner::run_probe(const BaselineSpec& spec) {
+  ProbeVerdict verdict;
+  const std::string where = "probe " + shape_of(spec.probe);
+  try {
+    std::unique_ptr<Problem> probe = make_problem(spec.probe, std::nullopt, stream_);
+    const BaselineSpec* twin = nullptr;
+    for (const BaselineSpec& b : probe->baselines) {
+      if (b.name == spec.name) twin = &b;
+    }
+    if (twin == nullptr || !twin->unavailable.empty() || twin->check_jobs.empty()) {
+      verdict.detail = where + ": the probe has no checkable " + spec.name;
+      return verdict;
+    }
+    LtGemm gemm;
+    std::string why;
+    if (!gemm.prepare(lt_, twin->lt, workspace_.get(), &why)) {
+      verdict.detail = where + ": " + why;
+      return verdict;
+    }
+    first_call(gemm, stream_);
+    std::vector<std::size_t> all_rows(probe->jobs.size());
+    std::iota(all_rows.begin(), all_rows.end(), 0);
+    const Reference reference(*probe, all_rows, stream_);
+    Check check;
+    check_baseline(gemm, *probe, reference, twin->check_jobs, stream_, &check);
+    verdict.ok = check.status == "PASS";
+    verdict.detail = where + ": calc_diff " + scientific(check.diff);
+    if (!verdict.ok) verdict.detail += " (" + check.detail + ")";
+  } catch (const std::exception& e) {
+    verdict.ok = false;
+    verdict.detail = where + ": " + e.what();
+    note_failure(verdict.detail);
+  }
+  return verdict;
+}
 
 CaseResult Runner::run(const Case& c) {
   CaseResult result;
   result.c = c;
   result.moegemm.name = "moegemm";
+  if (settings_.print_config) result.plan = planned_config(c);
   std::unique_ptr<Problem> problem;
   try {
-    problem = make_problem(c, stream_);
+    problem = make_problem(c, settings_.config, stream_);
   } catch (const std::exception& e) {
     result.error = std::string("setup: ") + e.what();
+    note_failure(result.error);
     cudaGetLastError();  // an allocation failure is not sticky: later rows may still fit
     return result;
   }
@@ -205,40 +293,64 @@ CaseResult Runner::run(const Case& c) {
     } catch (const moegemm::Error& e) {
       result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
       result.moegemm.detail = e.what();
+      note_failure(std::string("moegemm: ") + e.what());
+      if (context_lost()) throw CudaFailure(result.moegemm.detail);
     }
 
+    // A baseline says nothing about moegemm: its failures are reported in its cell and never fail the row. Each one
+    // is called once (synchronised) before it is timed, and a checkable one must match the reference first.
     for (const BaselineSpec& spec : p.baselines) {
       Timing timing;
       timing.name = spec.name;
-      LtGemm gemm;
-      std::size_t form = 0;
-      std::string why;
-      while (form < spec.forms.size() && !gemm.prepare(lt_, spec.forms[form], workspace_.get(), &why)) ++form;
-      if (form == spec.forms.size()) {
+      auto not_available = [&](const std::string& why) {
         timing.status = "n/a";
         timing.detail = why;
-      } else {
-        if (spec.forms.size() > 1) timing.detail = form == 0 ? "activation first (D transposed)" : "weights first";
-        // A failing baseline is reported in its cell; it says nothing about moegemm, so the row does not fail.
-        try {
-          const auto call = [&gemm](cudaStream_t s) { gemm.run(s); };
-          time_calls(call, stream_, settings_, flush_.get(), events_, &timing);
-          if (settings_.check && !spec.check_jobs.empty()) {
-            poison_output(p, stream_);
-            gemm.run(stream_);
-            CUDA_CHECK(cudaStreamSynchronize(stream_));
-            ensure_reference().compare(spec.check_jobs[form], false, &result.baseline_check);
-            result.baseline_check.detail = spec.name + ": " + result.baseline_check.detail;
+        result.baselines.push_back(timing);
+      };
+      if (!spec.unavailable.empty()) {
+        not_available(spec.unavailable);
+        continue;
+      }
+      if (!spec.probe_key.empty()) {
+        const ProbeVerdict& verdict = probe(spec);
+        if (context_lost()) throw CudaFailure("the CUDA context was lost in the " + spec.name + " probe");
+        if (!verdict.ok) {
+          not_available("wrong result (" + verdict.detail + ")");
+          continue;
+        }
+      }
+      LtGemm gemm;
+      std::string why;
+      if (!gemm.prepare(lt_, spec.lt, workspace_.get(), &why)) {
+        not_available(why);
+        continue;
+      }
+      try {
+        first_call(gemm, stream_);
+        if (settings_.check && !spec.check_jobs.empty()) {
+          check_baseline(gemm, p, ensure_reference(), spec.check_jobs, stream_, &result.baseline_check);
+          result.baseline_check.detail = spec.name + ": " + result.baseline_check.detail;
+          if (result.baseline_check.status != "PASS") {
+            not_available("wrong result (" + result.baseline_check.detail + ")");
+            continue;
           }
-        } catch (const CudaFailure& e) {
-          timing.status = "error";
-          timing.detail = e.what();
+        }
+        const auto call = [&gemm](cudaStream_t s) { gemm.run(s); };
+        time_calls(call, stream_, settings_, flush_.get(), events_, &timing);
+      } catch (const CudaFailure& e) {
+        timing.status = "error";
+        timing.detail = e.what();
+        note_failure(spec.name + ": " + e.what());
+        if (context_lost()) {
+          result.baselines.push_back(timing);
+          break;
         }
       }
       result.baselines.push_back(timing);
     }
   } catch (const std::exception& e) {
     result.error = e.what();
+    note_failure(result.error);
   }
   return result;
 }

@@ -5,18 +5,23 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cuda_check.hpp"
+#include "moegemm/config.hpp"
 #include "suites.hpp"
 
 namespace moegemm::bench {
 
+struct BaselineSpec;
+
 struct Timing {
   std::string name;
   std::string status = "-";  // "ok", "not built", "n/a", "error", "-" (not run)
-  std::string detail;        // why not ok; for cuBLASLt block scaling, which operand order ran
+  std::string detail;        // why not ok
   double median_us = 0, min_us = 0, max_us = 0;
   bool ok() const { return status == "ok"; }
 };
@@ -41,6 +46,7 @@ struct CaseResult {
   std::vector<Timing> baselines;
   Check check;
   Check baseline_check;  // the block-scaled or BF16 cuBLASLt output against the same reference (sanity of setup)
+  std::optional<moegemm::KernelConfig> plan;  // --print-config: the planner's choice for the row
   std::string error;     // a failure of the tool itself (allocation, CUDA error) for this row
   bool failed() const { return check.status == "FAIL" || moegemm.status == "error" || !error.empty(); }
 };
@@ -50,6 +56,14 @@ struct RunSettings {
   int warmup = 3;
   bool check = true;
   double check_budget = 1e9;  // multiply-adds of the float64 reference per checked output
+  std::optional<moegemm::KernelConfig> config;  // --config: forced on every moegemm call
+  bool print_config = false;                    // --print-config
+};
+
+// The once-per-run verification of a baseline's layouts on a small problem (BaselineSpec::probe).
+struct ProbeVerdict {
+  bool ok = false;
+  std::string detail;  // what ran and its calc_diff, or why the baseline is not used
 };
 
 class Runner {
@@ -61,8 +75,20 @@ class Runner {
 
   CaseResult run(const Case& c);
 
+  // After an error that poisons the CUDA context (an illegal address): nothing more can run in this process.
+  bool context_lost() const { return !context_error_.empty(); }
+  const std::string& context_error() const { return context_error_; }
+  const std::map<std::string, ProbeVerdict>& probes() const { return probes_; }
+
  private:
+  const ProbeVerdict& probe(const BaselineSpec& spec);
+  ProbeVerdict run_probe(const BaselineSpec& spec);
+  // Records a lost context when `failure` left the device unusable.
+  void note_failure(const std::string& failure);
+
   RunSettings settings_;
+  std::map<std::string, ProbeVerdict> probes_;
+  std::string context_error_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_;

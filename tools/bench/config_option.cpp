@@ -1,0 +1,72 @@
+#include "config_option.hpp"
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "moegemm/gemm.hpp"
+
+namespace moegemm::bench {
+namespace {
+
+constexpr int kFp8BlockK = 128;
+
+int positive_part(const std::string& part, const std::string& text) {
+  std::size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(part, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (part.empty() || used != part.size() || value <= 0 || value > 4096) {
+    throw std::invalid_argument("--config: must be positive integers joined by 'x' (e.g. 128x192x4), got " + text);
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+moegemm::KernelConfig parse_config(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, 'x')) parts.push_back(part);
+  if ((parts.size() != 3 && parts.size() != 5) || text.back() == 'x') {
+    throw std::invalid_argument("--config: must be BMxBNxSTAGES or BMxBNxSTAGESxCMxCN (e.g. 128x192x4), got " + text);
+  }
+  moegemm::KernelConfig config;
+  config.block_m = positive_part(parts[0], text);
+  config.block_n = positive_part(parts[1], text);
+  config.block_k = kFp8BlockK;
+  config.stages = positive_part(parts[2], text);
+  config.math_warpgroups = config.block_m / 64;
+  config.cluster_m = parts.size() == 5 ? positive_part(parts[3], text) : 1;
+  config.cluster_n = parts.size() == 5 ? positive_part(parts[4], text) : 1;
+  return config;
+}
+
+std::string compact_config(const moegemm::KernelConfig& config) {
+  std::string out = std::to_string(config.block_m) + "x" + std::to_string(config.block_n) + "x" +
+                    std::to_string(config.stages);
+  if (config.cluster_m != 1 || config.cluster_n != 1) {
+    out += " c" + std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n);
+  }
+  return out;
+}
+
+std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  switch (c.family) {
+    case Family::kFp8Dense:
+      return moegemm::plan_fp8_gemm_nt(i(c.m), i(c.n), i(c.k));
+    case Family::kFp8Contiguous:
+    case Family::kFp8Masked:
+      // The calls pass expected rows per expert as the layout's hint, which is what the planner sizes tiles by.
+      return moegemm::plan_fp8_gemm_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected));
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace moegemm::bench

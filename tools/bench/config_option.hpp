@@ -1,0 +1,27 @@
+// moegemm-bench: kernel configurations on the command line. `--config BMxBNxSTAGES` forces one configuration on
+// every moegemm call of a run; `--print-config` shows the planner's own choice for each row, so that configurations
+// can be compared within one device run.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "moegemm/config.hpp"
+#include "suites.hpp"
+
+namespace moegemm::bench {
+
+// "128x192x4" -> KernelConfig{block_m 128, block_n 192, block_k 128, 4 stages, block_m / 64 math warpgroups,
+// cluster 1x1}; "128x192x4x2x1" sets the cluster too (2x1). Throws std::invalid_argument naming --config when the
+// text is not three or five positive integers joined by 'x'; whether the kernels accept the values is the library's
+// to say (per call).
+moegemm::KernelConfig parse_config(const std::string& text);
+
+// The table's short form: "128x192x4", with " c2x1" appended for a cluster.
+std::string compact_config(const moegemm::KernelConfig& config);
+
+// What moegemm::plan_fp8_gemm_nt picks for the row (the FP8 1D2D families: dense, contiguous, masked); nullopt for
+// the others, which have no public planner entry point.
+std::optional<moegemm::KernelConfig> planned_config(const Case& c);
+
+}  // namespace moegemm::bench
