@@ -56,6 +56,52 @@ MOEGEMM_DEVICE int following_pass_group(const SchedulerProblem& p, const TileWor
   }
 }
 
+// Promotion of one K block: result += acc * scale_a[row] * scale_b[column block]. A thread's accumulator i sits in
+// row half (i >> 1) & 1 and 8-column group i >> 2, both compile-time; whether that group lies before the tile's
+// split into two scale blocks is compile-time too once the split is a template argument, so the loop is one FMA
+// per accumulator (a run-time split costs a compare and two selects per accumulator, three times the work).
+struct PromotionScales {
+  float lo0, hi0, lo1, hi1;  // rows lo/hi (= +8) x scale blocks before/after the split
+};
+
+template <int kAcc, int kSplit>
+MOEGEMM_DEVICE void promote(float (&result)[kAcc], const float (&acc)[kAcc], const PromotionScales& s) {
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) {
+    const bool first_block = (i >> 2) * 8 < kSplit;
+    const bool hi = (i >> 1) & 1;
+    result[i] += acc[i] * (first_block ? (hi ? s.hi0 : s.lo0) : (hi ? s.hi1 : s.lo1));
+  }
+}
+
+// split = 128 - n_begin % 128 takes only the values 128 - j * gcd(block_n, 128); those >= block_n mean the whole
+// tile is in one scale block. Dispatches the run-time split to its compile-time instance.
+template <int kBlockN, int kCandidate = 128 - gcd_of(kBlockN, 128)>
+MOEGEMM_DEVICE void promote_split_chain(int split, float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2],
+                                        const PromotionScales& s) {
+  if constexpr (kCandidate > 0) {
+    if constexpr (kCandidate < kBlockN) {
+      if (split == kCandidate) {
+        promote<kBlockN / 2, kCandidate>(result, acc, s);
+        return;
+      }
+    }
+    promote_split_chain<kBlockN, kCandidate - gcd_of(kBlockN, 128)>(split, result, acc, s);
+  }
+}
+
+template <int kBlockN>
+MOEGEMM_DEVICE void promote_with_split(int split, float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2],
+                                       const PromotionScales& s) {
+  if (split >= kBlockN) {
+    promote<kBlockN / 2, kBlockN>(result, acc, s);
+  } else if (split == 128) {
+    promote<kBlockN / 2, 128>(result, acc, s);
+  } else {
+    promote_split_chain<kBlockN>(split, result, acc, s);
+  }
+}
+
 // Per-stage ring position, identical in producer and consumers.
 struct PipelineCursor {
   int stage = 0;
@@ -225,15 +271,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
             }
           }
           cur.advance<kStages>();
-          const float s_lo0 = sa_lo * scale_b0, s_hi0 = sa_hi * scale_b0;
-          const float s_lo1 = sa_lo * scale_b1, s_hi1 = sa_hi * scale_b1;
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i) {
-            const bool first_block = (i >> 2) * 8 < split;
-            const bool hi = (i >> 1) & 1;
-            const float s = first_block ? (hi ? s_hi0 : s_lo0) : (hi ? s_hi1 : s_lo1);
-            result[i] += acc[i] * s;
-          }
+          const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
+          promote_with_split<kBlockN>(split, result, acc, scales);
         }
       }
 
