@@ -1,6 +1,8 @@
 #include "launch/fp8_1d2d_launch.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/scheduler.cuh"
@@ -17,6 +19,15 @@ using kernels::GroupedKind;
 using kernels::SchedulerProblem;
 using kernels::sm90::Fp8Gemm1d2dParams;
 using kernels::sm90::kFp8BlockK;
+
+// MOEGEMM_LAUNCH_VERBOSE=1: one line per launch on stderr (grid, cluster residency), for tuning.
+bool launch_verbose() {
+  static const bool verbose = [] {
+    const char* v = std::getenv("MOEGEMM_LAUNCH_VERBOSE");
+    return v != nullptr && v[0] == '1';
+  }();
+  return verbose;
+}
 
 }  // namespace
 
@@ -123,6 +134,11 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   long long clusters = std::min<long long>(c.num_sms / cluster, items);
   if (cluster > 1) clusters = std::min<long long>(clusters, std::max(1, jit::max_active_clusters(kernel, lc)));
   lc.grid[0] = static_cast<unsigned>(clusters * cluster), lc.grid[1] = 1, lc.grid[2] = 1;
+  if (launch_verbose()) {
+    std::fprintf(stderr, "moegemm launch: %s grid %u, cluster %d (at most %d resident), %u bytes shared, %lld items\n",
+                 kernel.record.name.c_str(), lc.grid[0], cluster,
+                 cluster > 1 ? jit::max_active_clusters(kernel, lc) : -1, lc.shared_bytes, items);
+  }
   void* args[] = {&p};
   jit::launch(kernel, lc, args, stream);
 }
