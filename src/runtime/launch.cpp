@@ -20,6 +20,35 @@ std::string describe(const Kernel& kernel, const LaunchConfig& c) {
   return os.str();
 }
 
+// The driver's form of a launch configuration; attributes (2 entries) receives the cluster and PDL attributes.
+CUlaunchConfig to_driver_config(const LaunchConfig& config, void* stream, CUlaunchAttribute* attributes) {
+  unsigned count = 0;
+  if (config.cluster[0] * config.cluster[1] * config.cluster[2] > 1) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[count].value.clusterDim.x = config.cluster[0];
+    attributes[count].value.clusterDim.y = config.cluster[1];
+    attributes[count].value.clusterDim.z = config.cluster[2];
+    ++count;
+  }
+  if (config.pdl) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attributes[count].value.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  CUlaunchConfig c = {};
+  c.gridDimX = config.grid[0];
+  c.gridDimY = config.grid[1];
+  c.gridDimZ = config.grid[2];
+  c.blockDimX = config.block[0];
+  c.blockDimY = config.block[1];
+  c.blockDimZ = config.block[2];
+  c.sharedMemBytes = config.shared_bytes;
+  c.hStream = static_cast<CUstream>(stream);
+  c.attrs = count ? attributes : nullptr;
+  c.numAttrs = count;
+  return c;
+}
+
 }  // namespace
 
 void launch(const Kernel& kernel, const LaunchConfig& config, void** args, void* stream) {
@@ -38,30 +67,7 @@ void launch(const Kernel& kernel, const LaunchConfig& config, void** args, void*
   kernel.require_dynamic_shared(config.shared_bytes);
 
   CUlaunchAttribute attributes[2] = {};
-  unsigned count = 0;
-  if (config.cluster[0] * config.cluster[1] * config.cluster[2] > 1) {
-    attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attributes[count].value.clusterDim.x = config.cluster[0];
-    attributes[count].value.clusterDim.y = config.cluster[1];
-    attributes[count].value.clusterDim.z = config.cluster[2];
-    ++count;
-  }
-  if (config.pdl) {
-    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attributes[count].value.programmaticStreamSerializationAllowed = 1;
-    ++count;
-  }
-  CUlaunchConfig launch_config = {};
-  launch_config.gridDimX = config.grid[0];
-  launch_config.gridDimY = config.grid[1];
-  launch_config.gridDimZ = config.grid[2];
-  launch_config.blockDimX = config.block[0];
-  launch_config.blockDimY = config.block[1];
-  launch_config.blockDimZ = config.block[2];
-  launch_config.sharedMemBytes = config.shared_bytes;
-  launch_config.hStream = static_cast<CUstream>(stream);
-  launch_config.attrs = count ? attributes : nullptr;
-  launch_config.numAttrs = count;
+  const CUlaunchConfig launch_config = to_driver_config(config, stream, attributes);
   CUresult result = d.cuLaunchKernelEx(&launch_config, kernel.function, args, nullptr);
   if (result != CUDA_SUCCESS) {
     throw Error(ErrorCode::kCudaError,
@@ -81,21 +87,12 @@ int max_active_clusters(const Kernel& kernel, const LaunchConfig& config) {
   }
   const Driver& d = driver();
   kernel.require_dynamic_shared(config.shared_bytes);
-  CUlaunchAttribute attribute = {};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attribute.value.clusterDim.x = config.cluster[0];
-  attribute.value.clusterDim.y = config.cluster[1];
-  attribute.value.clusterDim.z = config.cluster[2];
-  CUlaunchConfig lc = {};
-  lc.gridDimX = config.cluster[0];
-  lc.gridDimY = config.cluster[1];
-  lc.gridDimZ = config.cluster[2];
-  lc.blockDimX = config.block[0];
-  lc.blockDimY = config.block[1];
-  lc.blockDimZ = config.block[2];
-  lc.sharedMemBytes = config.shared_bytes;
-  lc.attrs = &attribute;
-  lc.numAttrs = 1;
+  // The occupancy query takes one cluster as the grid, without PDL.
+  LaunchConfig one_cluster = config;
+  for (int i = 0; i < 3; ++i) one_cluster.grid[i] = config.cluster[i];
+  one_cluster.pdl = false;
+  CUlaunchAttribute attributes[2] = {};
+  const CUlaunchConfig lc = to_driver_config(one_cluster, nullptr, attributes);
   int clusters = 0;
   check(d.cuOccupancyMaxActiveClusters(&clusters, kernel.function, &lc),
         ("cuOccupancyMaxActiveClusters(" + describe(kernel, config) + ")").c_str());
