@@ -245,62 +245,96 @@ def test_k_grouped_bf16_tn():
 
 # ---- streams, graphs, compile, knobs ---------------------------------------------------------------------------
 
-def _bf16_problem(m=1024, n=1024, k=1024):
-    return randn(m, k), randn(n, k), poisoned(torch, (m, n), torch.bfloat16)
+class GemmProblem:
+    """A GEMM of `kind` ("fp8": the 1D2D recipe, or "bf16") with a NaN-poisoned BF16 output `d`. run(out) computes
+    into `out` on the current stream; refresh() writes new random inputs in place (the tensors a captured graph
+    reads) and returns the new float64 reference."""
+
+    def __init__(self, kind, m=1024, n=1024, k=1024):
+        self.kind = kind
+        self.a, self.b = randn(m, k), randn(n, k)
+        self.d = poisoned(torch, (m, n), torch.bfloat16)
+        self.threshold = FP8_EXACT if kind == "fp8" else BF16
+        if kind == "fp8":
+            self.a_fp8, self.b_fp8 = deep_gemm.per_token_cast_to_fp8(self.a), deep_gemm.per_block_cast_to_fp8(self.b)
+        self.reference = self._reference()
+
+    def _reference(self):
+        if self.kind == "fp8":
+            return dequantize_per_token(*self.a_fp8) @ dequantize_per_block(*self.b_fp8).T
+        return self.a.double() @ self.b.double().T
+
+    def run(self, out):
+        if self.kind == "fp8":
+            return deep_gemm.fp8_gemm_nt(self.a_fp8, self.b_fp8, out)
+        return deep_gemm.bf16_gemm_nt(self.a, self.b, out)
+
+    def refresh(self):
+        self.a.copy_(randn(*self.a.shape))
+        if self.kind == "fp8":
+            values, scales = deep_gemm.per_token_cast_to_fp8(self.a)
+            self.a_fp8[0].copy_(values)
+            self.a_fp8[1].copy_(scales)
+        self.reference = self._reference()
+        return self.reference
 
 
-def test_launches_go_on_the_current_stream():
-    a, b, d = _bf16_problem()
-    call(deep_gemm.bf16_gemm_nt, a, b, d)   # warm-up: compile outside the timed part
+def _gemm_problem(kind, m=1024, n=1024, k=1024):
+    p = GemmProblem(kind, m, n, k)
+    return p.run, p.d, p.reference, p.threshold
+
+
+GEMM_KINDS = ["fp8", "bf16"]
+
+
+@pytest.mark.parametrize("kind", GEMM_KINDS)
+def test_launches_go_on_the_current_stream(kind):
+    run, d, reference, threshold = _gemm_problem(kind)
+    call(run, d)   # warm-up: compile outside the timed part
     torch.cuda.synchronize()
     d.fill_(float("nan"))
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         torch.cuda._sleep(200_000_000)   # keeps `side` busy for a long while
-        deep_gemm.bf16_gemm_nt(a, b, d)
+        run(d)
     # The default stream does not wait for `side`: if the GEMM had gone there, d would already be written.
     snapshot = d.clone()
     torch.cuda.synchronize()
     assert snapshot.isnan().all(), "the GEMM did not wait behind the side stream's work"
-    assert_close(d, a.double() @ b.double().T, BF16)
+    assert_close(d, reference, threshold)
 
 
-def test_cuda_graph_capture_and_replay():
-    a, b, d = _bf16_problem()
-    a_fp8, b_fp8 = deep_gemm.per_token_cast_to_fp8(a), deep_gemm.per_block_cast_to_fp8(b)
-    d_fp8 = poisoned(torch, d.shape, torch.bfloat16)
-    call(deep_gemm.bf16_gemm_nt, a, b, d)          # eager first: kernels compile outside the capture
-    call(deep_gemm.fp8_gemm_nt, a_fp8, b_fp8, d_fp8)
+@pytest.mark.parametrize("kind", GEMM_KINDS)
+def test_cuda_graph_capture_and_replay(kind):
+    p = GemmProblem(kind)
+    call(p.run, p.d)          # eager first: the kernel compiles outside the capture
+    assert_close(p.d, p.reference, p.threshold)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        deep_gemm.bf16_gemm_nt(a, b, d)
-        deep_gemm.fp8_gemm_nt(a_fp8, b_fp8, d_fp8)
+        p.run(p.d)
     for _ in range(2):
-        a.copy_(randn(*a.shape))
-        a_fp8[0].copy_(deep_gemm.per_token_cast_to_fp8(a)[0])
-        a_fp8[1].copy_(deep_gemm.per_token_cast_to_fp8(a)[1])
-        d.fill_(float("nan"))
-        d_fp8.fill_(float("nan"))
+        reference = p.refresh()   # new inputs, written in place into the tensors the graph reads
+        p.d.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        assert_close(d, a.double() @ b.double().T, BF16)
-        assert_close(d_fp8, dequantize_per_token(*a_fp8) @ dequantize_per_block(*b_fp8).T, FP8_EXACT)
+        assert_close(p.d, reference, p.threshold)
 
 
-def test_compiled_model_matches_eager():
+@pytest.mark.parametrize("kind", GEMM_KINDS)
+def test_compiled_model_matches_eager(kind):
     m, n, k = 512, 1024, 2048
     w = randn(n, k)
     w_fp8 = deep_gemm.per_block_cast_to_fp8(w)
 
     def layer(x):
         y = torch.empty(x.shape[0], n, dtype=torch.bfloat16, device=x.device)
-        deep_gemm.fp8_gemm_nt(deep_gemm.per_token_cast_to_fp8(x), w_fp8, y)
-        z = torch.empty(x.shape[0], n, dtype=torch.bfloat16, device=x.device)
-        deep_gemm.bf16_gemm_nt(x, w, z)
-        return y.float() + z.float()
+        if kind == "fp8":
+            deep_gemm.fp8_gemm_nt(deep_gemm.per_token_cast_to_fp8(x), w_fp8, y)
+        else:
+            deep_gemm.bf16_gemm_nt(x, w, y)
+        return y.float() * 2.0
 
     x = randn(m, k)
-    eager = torch.zeros(1)
     try:
         eager = layer(x)
     except NotImplementedError as error:
@@ -309,17 +343,19 @@ def test_compiled_model_matches_eager():
     assert torch.equal(compiled, eager)
 
 
-def test_num_sms_any_value_including_odd():
+@pytest.mark.parametrize("kind", GEMM_KINDS)
+def test_num_sms_any_value_including_odd(kind):
     sm_count = moegemm.device_info().sm_count
-    a, b, d = _bf16_problem()
-    call(deep_gemm.bf16_gemm_nt, a, b, d)
+    run, d, reference, threshold = _gemm_problem(kind)
+    call(run, d)
+    assert_close(d, reference, threshold)
     expected = d.clone()
     try:
         for num_sms in (sm_count - 1, 1, 7, sm_count):
             deep_gemm.set_num_sms(num_sms)
             assert deep_gemm.get_num_sms() == num_sms
             d.fill_(float("nan"))
-            deep_gemm.bf16_gemm_nt(a, b, d)
+            run(d)
             torch.cuda.synchronize()
             assert torch.equal(d, expected), f"num_sms={num_sms} changed the result"
         with pytest.raises(ValueError):
@@ -331,15 +367,16 @@ def test_num_sms_any_value_including_odd():
     assert deep_gemm.get_num_sms() == sm_count
 
 
-def test_pdl_keeps_results():
-    a, b, d = _bf16_problem()
-    call(deep_gemm.bf16_gemm_nt, a, b, d)
+@pytest.mark.parametrize("kind", GEMM_KINDS)
+def test_pdl_keeps_results(kind):
+    run, d, reference, threshold = _gemm_problem(kind)
+    call(run, d)
     expected = d.clone()
     try:
         deep_gemm.set_pdl(True)
         assert deep_gemm.get_pdl() is True
         d.fill_(float("nan"))
-        deep_gemm.bf16_gemm_nt(a, b, d)
+        run(d)
         torch.cuda.synchronize()
         assert torch.equal(d, expected)
     finally:
