@@ -212,100 +212,101 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
     }
     __syncwarp();  // reconverge the first warp before the warp-aligned cluster barrier
   } else {
-  // ------------------------------------------------------------------ consumers
-  setmaxnreg_inc<kMathWGs == 1 ? 240 : 232>();
-  const u32 warp_in_wg = (threadIdx.x / 32) % 4;
-  const u32 tid_in_wg = threadIdx.x % 128;
-  const int row_lo = static_cast<int>(warp_in_wg * 16 + lane / 4);  // accumulator rows of this thread: row_lo, +8
-  unsigned char* d_stage = smem + kSmem.d_offset + warpgroup * kSmem.d_bytes_per_wg;
-  const u32 d_stage_addr = smem_addr(d_stage);
-  constexpr int kAcc = kBlockN / 2;
+    // ------------------------------------------------------------------ consumers
+    setmaxnreg_inc<kMathWGs == 1 ? 240 : 232>();
+    const u32 warp_in_wg = (threadIdx.x / 32) % 4;
+    const u32 tid_in_wg = threadIdx.x % 128;
+    const int row_lo = static_cast<int>(warp_in_wg * 16 + lane / 4);  // accumulator rows of this thread: row_lo, +8
+    unsigned char* d_stage = smem + kSmem.d_offset + warpgroup * kSmem.d_bytes_per_wg;
+    const u32 d_stage_addr = smem_addr(d_stage);
+    constexpr int kAcc = kBlockN / 2;
 
-  PipelineCursor cur;
-  TileIterator tiles(prob, cluster_id, num_clusters);
-  TileWork pair;
-  float acc[kAcc];
-  float result[kAcc];
-  while (tiles.next(pair, false)) {
-    const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
-    for (int g = first_pass_group<kLayout>(prob, w), first = 1;; first = 0) {
+    PipelineCursor cur;
+    TileIterator tiles(prob, cluster_id, num_clusters);
+    TileWork pair;
+    float acc[kAcc];
+    float result[kAcc];
+    while (tiles.next(pair, false)) {
+      const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
+      for (int g = first_pass_group<kLayout>(prob, w), first = 1;; first = 0) {
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
-      if (g >= 0) {
-        // A tile touches one or two 128-column scale blocks of B: columns below `split` (tile-relative) use the
-        // first, the rest the second. Fixed per tile, so the choice per 8-column accumulator group is a select.
-        const int n_scale_block = w.n_begin / 128;
-        const int split = 128 - (w.n_begin - n_scale_block * 128);
-        const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
-        const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
-        for (int kb = 0; kb < num_kb; ++kb) {
-          const float scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
-          const float scale_b1 = two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride)
-                                            : scale_b0;
-          mbarrier_wait(&full_bar[cur.stage], cur.phase);
-          const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
-          const float sa_lo = sfa[warpgroup * 64 + row_lo];
-          const float sa_hi = sfa[warpgroup * 64 + row_lo + 8];
-          const unsigned char* a_tile = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kFp8BlockK;
-          const unsigned char* b_tile = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
-          const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
-          const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
-          fence_registers(acc);
-          wgmma_fence();
+        for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
+        if (g >= 0) {
+          // A tile touches one or two 128-column scale blocks of B: columns below `split` (tile-relative) use the
+          // first, the rest the second (promote_with_split turns it into a compile-time constant).
+          const int n_scale_block = w.n_begin / 128;
+          const int split = 128 - (w.n_begin - n_scale_block * 128);
+          const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
+          const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
+          for (int kb = 0; kb < num_kb; ++kb) {
+            const float scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
+            const float scale_b1 =
+                two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : scale_b0;
+            mbarrier_wait(&full_bar[cur.stage], cur.phase);
+            const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
+            const float sa_lo = sfa[warpgroup * 64 + row_lo];
+            const float sa_hi = sfa[warpgroup * 64 + row_lo + 8];
+            const unsigned char* a_tile =
+                smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kFp8BlockK;
+            const unsigned char* b_tile = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
+            const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
+            const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
+            fence_registers(acc);
+            wgmma_fence();
 #pragma unroll
-          for (int kk = 0; kk < kFp8BlockK / 32; ++kk) {
-            // 32 FP8 elements = 32 bytes along K inside the swizzled row: +2 in the descriptor's address field.
-            wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
-          }
-          wgmma_commit();
-          fence_registers(acc);
-          wgmma_wait<0>();
-          fence_registers(acc);
-          if (lane == 0) {
-            if constexpr (kClusterM > 1) {
-              // The stage is refilled by multicasts from both CTAs: release it to both producers.
-              mbarrier_arrive_cluster(&empty_bar[cur.stage], 0);
-              mbarrier_arrive_cluster(&empty_bar[cur.stage], 1);
-            } else {
-              mbarrier_arrive(&empty_bar[cur.stage]);
+            for (int kk = 0; kk < kFp8BlockK / 32; ++kk) {
+              // 32 FP8 elements = 32 bytes along K inside the swizzled row: +2 in the descriptor's address field.
+              wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
             }
+            wgmma_commit();
+            fence_registers(acc);
+            wgmma_wait<0>();
+            fence_registers(acc);
+            if (lane == 0) {
+              if constexpr (kClusterM > 1) {
+                // The stage is refilled by multicasts from both CTAs: release it to both producers.
+                mbarrier_arrive_cluster(&empty_bar[cur.stage], 0);
+                mbarrier_arrive_cluster(&empty_bar[cur.stage], 1);
+              } else {
+                mbarrier_arrive(&empty_bar[cur.stage]);
+              }
+            }
+            cur.advance<kStages>();
+            const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
+            promote_with_split<kBlockN>(split, result, acc, scales);
           }
-          cur.advance<kStages>();
-          const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
-          promote_with_split<kBlockN>(split, result, acc, scales);
         }
-      }
 
-      // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
-      named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
+        // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
+        named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
 #pragma unroll
-      for (int i = 0; i < kAcc; i += 2) {
-        const int row = row_lo + ((i >> 1) & 1) * 8;
-        const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
-        store_shared_u32(d_stage_addr + row * kSmem.stage_pitch + col * 2, pack_bf16x2(result[i], result[i + 1]));
-      }
-      named_barrier_sync(1 + warpgroup, 128);
-      constexpr int kChunksPerRow = kBlockN / 8;  // 16-byte chunks of 8 bf16
-      const int group_of_rows = kMasked ? w.group : 0;
-      unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
-      const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
-      for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
-        const int r = c / kChunksPerRow;
-        const int col = w.n_begin + (c % kChunksPerRow) * 8;
-        const int row = w.row_begin + warpgroup * 64 + r;
-        if (col >= prob.n) continue;
-        const RowAction action = row_action(prob, w, g, first != 0, row);
-        if (action == RowAction::kSkip) continue;
-        u32 v0 = 0, v1 = 0, v2 = 0, v3 = 0;
-        if (action == RowAction::kStoreAccumulator) {
-          load_shared_v4(d_stage_addr + r * kSmem.stage_pitch + (c % kChunksPerRow) * 16, v0, v1, v2, v3);
+        for (int i = 0; i < kAcc; i += 2) {
+          const int row = row_lo + ((i >> 1) & 1) * 8;
+          const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
+          store_shared_u32(d_stage_addr + row * kSmem.stage_pitch + col * 2, pack_bf16x2(result[i], result[i + 1]));
         }
-        store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
+        named_barrier_sync(1 + warpgroup, 128);
+        constexpr int kChunksPerRow = kBlockN / 8;  // 16-byte chunks of 8 bf16
+        const int group_of_rows = kMasked ? w.group : 0;
+        unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
+        const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
+        for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
+          const int r = c / kChunksPerRow;
+          const int col = w.n_begin + (c % kChunksPerRow) * 8;
+          const int row = w.row_begin + warpgroup * 64 + r;
+          if (col >= prob.n) continue;
+          const RowAction action = row_action(prob, w, g, first != 0, row);
+          if (action == RowAction::kSkip) continue;
+          u32 v0 = 0, v1 = 0, v2 = 0, v3 = 0;
+          if (action == RowAction::kStoreAccumulator) {
+            load_shared_v4(d_stage_addr + r * kSmem.stage_pitch + (c % kChunksPerRow) * 16, v0, v1, v2, v3);
+          }
+          store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
+        }
+        g = following_pass_group<kLayout>(prob, w, g);
+        if (g < 0) break;
       }
-      g = following_pass_group<kLayout>(prob, w, g);
-      if (g < 0) break;
     }
-  }
   }  // consumers
   // No CTA may exit while its peer can still arrive on its barriers or multicast into its shared memory.
   if constexpr (kClusterM > 1) cluster_sync();

@@ -40,8 +40,8 @@ struct Fp8Gemm1d2dSmemLayout {
   int stage_pitch;                  // bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, d_offset, barrier_offset;
-  int bytes;         // from the aligned base
-  int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
+  int bytes;          // from the aligned base
+  int launch_bytes;   // dynamic shared memory to request: bytes + slack for aligning the base
   unsigned tx_bytes;  // bytes TMA delivers per stage (full boxes: out-of-bounds elements count too)
 };
 

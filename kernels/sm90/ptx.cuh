@@ -34,8 +34,7 @@ MOEGEMM_DEVICE void mbarrier_init(u64* bar, u32 count) {
 MOEGEMM_DEVICE void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 
 MOEGEMM_DEVICE void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
 MOEGEMM_DEVICE void mbarrier_arrive(u64* bar) {
@@ -46,11 +45,10 @@ MOEGEMM_DEVICE void mbarrier_wait(u64* bar, u32 parity) {
   const u32 addr = smem_addr(bar);
   u32 done = 0;
   do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
   } while (!done);
 }
 
@@ -152,10 +150,10 @@ MOEGEMM_DEVICE void fence_registers(float (&r)[kCount]) {
 MOEGEMM_DEVICE u64 make_smem_desc_kmajor_sw128(const void* tile) {
   const u64 addr = smem_addr(tile);
   u64 desc = 0;
-  desc |= (addr & 0x3FFFFull) >> 4;       // bits 0-13: start address >> 4
-  desc |= (u64)(16 >> 4) << 16;           // bits 16-29: leading byte offset >> 4 (ignored here)
-  desc |= (u64)(1024 >> 4) << 32;         // bits 32-45: stride byte offset >> 4
-  desc |= (u64)1 << 62;                   // bits 62-63: swizzle mode 1 = 128-byte
+  desc |= (addr & 0x3FFFFull) >> 4;  // bits 0-13: start address >> 4
+  desc |= (u64)(16 >> 4) << 16;      // bits 16-29: leading byte offset >> 4 (ignored here)
+  desc |= (u64)(1024 >> 4) << 32;    // bits 32-45: stride byte offset >> 4
+  desc |= (u64)1 << 62;              // bits 62-63: swizzle mode 1 = 128-byte
   return desc;
 }
 

@@ -16,9 +16,9 @@ int resolve_num_sms(int requested) {
   const DeviceInfo info = device_info();
   if (!info.available) throw Error(ErrorCode::kNoDevice, info.reason);
   if (info.major != 9) {
-    throw Error(ErrorCode::kUnsupported,
-                "moegemm's kernels need an SM90 (Hopper) GPU, found compute capability " + std::to_string(info.major) +
-                    "." + std::to_string(info.minor) + " (" + info.name + ")");
+    throw Error(ErrorCode::kUnsupported, "moegemm's kernels need an SM90 (Hopper) GPU, found compute capability " +
+                                             std::to_string(info.major) + "." + std::to_string(info.minor) + " (" +
+                                             info.name + ")");
   }
   int sms = requested > 0 ? requested : get_num_sms();
   if (sms <= 0) sms = info.sm_count;
@@ -34,10 +34,18 @@ bool resolve_pdl(int requested) { return requested < 0 ? get_pdl() : requested !
 launch::Fp8GemmLaunch to_launch(const validate::GemmProblem& p) {
   launch::Fp8GemmLaunch l;
   switch (p.layout) {
-    case validate::Layout::kDense: l.layout = launch::Fp8Layout::kDense; break;
-    case validate::Layout::kContiguousRowToGroup: l.layout = launch::Fp8Layout::kContiguousRowToGroup; break;
-    case validate::Layout::kContiguousGroupEnds: l.layout = launch::Fp8Layout::kContiguousGroupEnds; break;
-    case validate::Layout::kMasked: l.layout = launch::Fp8Layout::kMasked; break;
+    case validate::Layout::kDense:
+      l.layout = launch::Fp8Layout::kDense;
+      break;
+    case validate::Layout::kContiguousRowToGroup:
+      l.layout = launch::Fp8Layout::kContiguousRowToGroup;
+      break;
+    case validate::Layout::kContiguousGroupEnds:
+      l.layout = launch::Fp8Layout::kContiguousGroupEnds;
+      break;
+    case validate::Layout::kMasked:
+      l.layout = launch::Fp8Layout::kMasked;
+      break;
     case validate::Layout::kKGrouped:
       throw Error(ErrorCode::kInternal, "the 1D2D kernel has no k-grouped layout");
   }

@@ -122,8 +122,8 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   const long long items = kernels::max_work_items(prob);
   if (items == 0) return;
 
-  const jit::Kernel& kernel = jit::get_kernel(fp8_1d2d_kernel_key(c, a.layout),
-                                              [&] { return fp8_1d2d_kernel_spec(c, a.layout); }, stream);
+  const jit::Kernel& kernel = jit::get_kernel(
+      fp8_1d2d_kernel_key(c, a.layout), [&] { return fp8_1d2d_kernel_spec(c, a.layout); }, stream);
   jit::LaunchConfig lc{};
   lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;

@@ -15,9 +15,15 @@ static_assert(alignof(TmaDescriptor) >= 64, "CUtensorMap needs 64-byte alignment
 TmaDescriptor make_tma_descriptor(const TmaSpec& s) {
   CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
   switch (s.element) {
-    case TmaElement::kUint8: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
-    case TmaElement::kBFloat16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
-    case TmaElement::kFloat32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    case TmaElement::kUint8:
+      type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+      break;
+    case TmaElement::kBFloat16:
+      type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+      break;
+    case TmaElement::kFloat32:
+      type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+      break;
   }
   cuuint64_t dims[3];
   cuuint64_t strides[2];

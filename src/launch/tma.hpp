@@ -17,11 +17,11 @@ struct TmaSpec {
   const void* base = nullptr;
   TmaElement element = TmaElement::kUint8;
   int rank = 2;
-  std::uint64_t dims[3] = {0, 0, 0};          // innermost first, in elements
-  std::uint64_t strides_bytes[2] = {0, 0};    // of dims 1..rank-1, in bytes (multiples of 16)
-  std::uint32_t box[3] = {1, 1, 1};           // innermost first, in elements
-  bool swizzle_128b = false;                  // inner box must then be 128 bytes
-  const char* what = "tensor";                // for error messages: which operand
+  std::uint64_t dims[3] = {0, 0, 0};        // innermost first, in elements
+  std::uint64_t strides_bytes[2] = {0, 0};  // of dims 1..rank-1, in bytes (multiples of 16)
+  std::uint32_t box[3] = {1, 1, 1};         // innermost first, in elements
+  bool swizzle_128b = false;                // inner box must then be 128 bytes
+  const char* what = "tensor";              // for error messages: which operand
 };
 
 // Encodes the descriptor; throws Error(kCudaError) naming `spec.what` and the dims if the driver refuses.

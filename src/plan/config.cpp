@@ -1,6 +1,6 @@
-#include <sstream>
-
 #include "moegemm/config.hpp"
+
+#include <sstream>
 
 namespace moegemm {
 

@@ -56,8 +56,8 @@ double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int
   // kKBlockLatencyUs, however small the tile (measured: 64x16 tiles ran at 0.3-0.4 us per K block).
   const double num_kb = std::ceil(h.k / 128.0);
   const double per_tile_us = std::max({mma_us, load_us, num_kb * kKBlockLatencyUs}) + kTileOverheadUs;
-  const double hbm_bytes = static_cast<double>(h.num_groups) * (h.m_per_group * h.k + 1.0 * h.n * h.k +
-                                                                2.0 * h.m_per_group * h.n);
+  const double hbm_bytes =
+      static_cast<double>(h.num_groups) * (h.m_per_group * h.k + 1.0 * h.n * h.k + 2.0 * h.m_per_group * h.n);
   return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
 }
 
@@ -99,9 +99,10 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
   };
   if (c.block_m != 64 && c.block_m != 128) fail("block_m must be 64 or 128", c);
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
-    fail("block_n must be a multiple of 16 in [16, 192] with block_n - gcd(block_n, 128) <= 128 (a tile may touch at "
-         "most two 128-column scale blocks)",
-         c);
+    fail(
+        "block_n must be a multiple of 16 in [16, 192] with block_n - gcd(block_n, 128) <= 128 (a tile may touch at "
+        "most two 128-column scale blocks)",
+        c);
   }
   if (c.block_k != kernels::sm90::kFp8BlockK) fail("block_k must be 128 for FP8", c);
   if (c.stages < 2) fail("stages must be at least 2", c);
@@ -109,8 +110,7 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
     fail("clusters must be 1x1 or 2x1 (two CTAs along M sharing B)", c);
   }
   if (kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes > kMaxSmemBytes) {
-    fail("the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)",
-         c);
+    fail("the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)", c);
   }
 }
 

@@ -37,7 +37,8 @@ struct Fp8Operands {
               std::mt19937& rng) {
     const auto xa = random_matrix(a_groups * rows * k, rng);
     const auto xb = random_matrix(b_groups * n * k, rng, 0.5f);
-    a = a_groups == 1 ? ref::per_token_cast(xa.data(), rows, k) : ref::per_token_cast_grouped(xa.data(), a_groups, rows, k);
+    a = a_groups == 1 ? ref::per_token_cast(xa.data(), rows, k)
+                      : ref::per_token_cast_grouped(xa.data(), a_groups, rows, k);
     b = b_groups == 1 ? ref::per_block_cast(xb.data(), n, k) : ref::per_block_cast_grouped(xb.data(), b_groups, n, k);
     a_values = DeviceBuffer(a.values.size());
     a_values.upload(a.values);
@@ -52,7 +53,8 @@ struct Fp8Operands {
   Fp8Operand a_operand_2d() const {
     Fp8Operand op;
     op.data = TensorView::contiguous(a_values.get(), DType::kFloat8E4M3, {a.rows, a.cols});
-    op.scales = TensorView::strided(a_scales.get(), DType::kFloat32, {a.rows, a.scale_blocks()}, {1, a.scale_col_stride});
+    op.scales =
+        TensorView::strided(a_scales.get(), DType::kFloat32, {a.rows, a.scale_blocks()}, {1, a.scale_col_stride});
     return op;
   }
   Fp8Operand a_operand_3d() const {
@@ -180,7 +182,8 @@ TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
         expect_rows_match(got, want, n, "config sweep");
         // Every configuration sums each 128-K block in the same order and promotes in the same order.
         if (first.empty()) first = got;
-        EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << "bm " << bm << " bn " << bn << " cm " << cm;
+        EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2))
+            << "bm " << bm << " bn " << bn << " cm " << cm;
       }
     }
   }
@@ -215,8 +218,8 @@ TEST(Fp8ClusterGpu, MaskedAndGroupEndsWithPairTiles) {
       opt.config = &cfg;
       d.fill_bytes(0xFF);
       m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(),
-                                   TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout,
-                                   nullptr, opt);
+                                   TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout, nullptr,
+                                   opt);
       MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
       expect_rows_match(d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n), want, n,
                         ("masked cluster bm " + std::to_string(bm) + " bn " + std::to_string(bn)).c_str());
@@ -359,9 +362,8 @@ void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index
   const auto db = ref::dequantize(ops.b);
   const ref::MatrixRef ar = ref::MatrixRef::row_major(da.data(), k);
   const ref::BatchedMatrixRef br{ref::MatrixRef::row_major(db.data(), k), static_cast<std::int64_t>(n) * k};
-  const auto want = group_ends
-                        ? ref::m_grouped_contiguous_group_ends(m_total, n, k, ar, br, groups, index.data())
-                        : ref::m_grouped_contiguous_row_to_group(m_total, n, k, ar, br, groups, index.data());
+  const auto want = group_ends ? ref::m_grouped_contiguous_group_ends(m_total, n, k, ar, br, groups, index.data())
+                               : ref::m_grouped_contiguous_row_to_group(m_total, n, k, ar, br, groups, index.data());
   expect_rows_match(got, want, n, what);
   EXPECT_TRUE(d.guard_intact()) << what;
 }
@@ -392,8 +394,8 @@ TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
   for (int r = 300; r < 340; ++r) index[r] = 2;  // same block as expert 1
   for (int r = 340; r < 350; ++r) index[r] = 1;  // back to 1: not sorted inside the block
   for (int r = 384; r < 500; ++r) index[r] = 3;
-  index[400] = 7;     // >= groups: padding
-  index[401] = -9;    // < -1: padding
+  index[400] = 7;   // >= groups: padding
+  index[401] = -9;  // < -1: padding
   for (int r = 512; r < 640; ++r) index[r] = 2;
   run_contiguous_case(groups, 256, 384, index, false, m_total, rng, "row to group");
 }
