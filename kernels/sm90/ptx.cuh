@@ -97,11 +97,15 @@ MOEGEMM_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster (possibly this one).
+// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster (possibly this one). The
+// arrive has the default .release.cta semantics, as CUTLASS's cluster barrier does: the arriving warps only read
+// the stage (WGMMA, completed by wgmma.wait_group), and a .release.cluster arrive, which this used before, acts
+// as a cluster-wide memory fence on every K block (suspected cause of the ~1 us per K block measured with
+// clusters; not yet re-measured).
 MOEGEMM_DEVICE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
   asm volatile(
       "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1; "
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }" ::"r"(smem_addr(bar)),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote]; }" ::"r"(smem_addr(bar)),
       "r"(cta)
       : "memory");
 }
