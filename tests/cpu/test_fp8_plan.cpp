@@ -1,0 +1,93 @@
+// The FP8 1D2D planner: every configuration it picks is one the kernel supports, fits in shared memory, and
+// follows the documented preferences; and an entry point with valid arguments on a machine without a device fails
+// with kNoDevice after validation (never with a crash).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "moegemm/moegemm.hpp"
+#include "plan/fp8_1d2d_plan.hpp"
+#include "sm90/fp8_gemm_1d2d_params.cuh"
+
+namespace moegemm {
+namespace {
+
+TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
+  for (long long m : {1LL, 7LL, 64LL, 128LL, 129LL, 1000LL, 4096LL, 32768LL}) {
+    for (int n : {16, 136, 576, 2112, 4096, 7168, 24576, 129280}) {
+      for (int k : {128, 576, 2112, 7168, 16384}) {
+        for (int groups : {1, 6, 32}) {
+          for (int sms : {1, 7, 66, 132}) {
+            plan::Fp8ShapeHint hint{m, n, k, groups};
+            const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms);
+            EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c)) << c.to_string();
+            EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
+            EXPECT_EQ(c.num_sms, sms);
+            EXPECT_EQ(c.math_warpgroups, c.block_m / 64);
+            EXPECT_EQ(c.smem_bytes, plan::fp8_1d2d_smem_bytes(c));
+            EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
+            EXPECT_GE(c.stages, 3) << c.to_string();
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Fp8Plan, ShapesGetTheDocumentedKindOfTile) {
+  // Large: two math warpgroups and a wide tile; decode: one warpgroup.
+  const KernelConfig large = plan::choose_fp8_1d2d_config({4096, 7168, 7168, 1}, 132);
+  EXPECT_EQ(large.block_m, 128);
+  EXPECT_GE(large.block_n, 128);
+  const KernelConfig decode = plan::choose_fp8_1d2d_config({1, 7168, 16384, 1}, 132);
+  EXPECT_EQ(decode.block_m, 64);
+}
+
+TEST(Fp8Plan, OverridesAreChecked) {
+  KernelConfig c;
+  c.block_m = 96;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  c = KernelConfig{};
+  c.block_n = 176;  // would touch three scale blocks at some offsets
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  c = KernelConfig{};
+  c.block_n = 192;
+  c.stages = 8;  // does not fit in shared memory
+  try {
+    plan::check_fp8_1d2d_config(c);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("options.config"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+  }
+  c = KernelConfig{};
+  c.cluster_n = 2;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+}
+
+TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {
+  if (device_info().available) GTEST_SKIP() << "a CUDA device is present: fake pointers must not reach it";
+  void* fake = reinterpret_cast<void*>(0x100000);
+  const int m = 256, n = 512, k = 1024;
+  Fp8Operand a{TensorView::contiguous(fake, DType::kFloat8E4M3, {m, k}),
+               TensorView::strided(fake, DType::kFloat32, {m, k / 128}, {1, m})};
+  Fp8Operand b{TensorView::contiguous(fake, DType::kFloat8E4M3, {n, k}),
+               TensorView::contiguous(fake, DType::kFloat32, {n / 128, k / 128})};
+  try {
+    fp8_gemm_nt(a, b, TensorView::contiguous(fake, DType::kBFloat16, {m, n}), nullptr);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNoDevice) << e.what();
+  }
+  // A broken argument is reported as such first, device or not.
+  try {
+    fp8_gemm_nt(a, b, TensorView::contiguous(fake, DType::kFloat32, {m, n}), nullptr);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace moegemm
