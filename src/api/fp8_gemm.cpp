@@ -1,11 +1,13 @@
 // FP8 1D2D entry points: validate -> plan -> launch. No logic beyond wiring lives here.
 #include <algorithm>
 
-#include "launch/fp8_1d2d_launch.hpp"
+#include "api/staged.hpp"
+#include "launch/fp8_launch.hpp"
 #include "moegemm/device.hpp"
 #include "moegemm/error.hpp"
 #include "moegemm/gemm.hpp"
-#include "plan/fp8_1d2d_plan.hpp"
+#include "plan/fp8_plan.hpp"
+#include "sm90/fp8_gemm_params.cuh"
 #include "validate/validate.hpp"
 
 namespace moegemm {
@@ -125,6 +127,34 @@ void m_grouped_fp8_gemm_nt_masked(const Fp8Operand& a, const Fp8Operand& b, cons
                                   const MaskedLayout& layout, Stream stream, const GemmOptions& options) {
   run_fp8_1d2d(validate::check_m_grouped_fp8_gemm_nt_masked(a, b, d, layout, options), stream);
 }
+
+namespace staged {
+
+void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c, Stream stream,
+                      const GemmOptions& options) {
+  const validate::GemmProblem p = validate::check_fp8_gemm_nt_1d1d(a, b, d, c, options);
+  if (p.empty) return;
+  const int sms = resolve_num_sms(p.max_sms);
+  KernelConfig config;
+  if (p.config != nullptr) {
+    config = *p.config;
+    plan::check_fp8_1d1d_config(config);
+    config.math_warpgroups = config.block_m / 64;
+    config.num_sms = sms;
+    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d));
+  } else {
+    config = plan::choose_fp8_1d1d_config(shape_hint(p), sms);
+  }
+  launch::Fp8GemmLaunch l = to_launch(p);
+  l.recipe = static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d);
+  l.sfb_mn_stride = p.sfb.k_stride;  // MN-major row scales: consecutive k-blocks are tma_aligned(N) apart
+  // C distinct from D is read where D is written; C aliasing D, or no C (D += A B^T), reads D itself.
+  l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
+  l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
+  launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
+}
+
+}  // namespace staged
 
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
   plan::Fp8ShapeHint h;

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "moegemm/moegemm.hpp"
-#include "plan/fp8_1d2d_plan.hpp"
-#include "sm90/fp8_gemm_1d2d_params.cuh"
+#include "plan/fp8_plan.hpp"
+#include "sm90/fp8_gemm_params.cuh"
 
 namespace moegemm {
 namespace {

@@ -2,8 +2,8 @@
 // of tile shapes must compile for sm_90a, and the consumer warpgroups must not spill.
 #include <gtest/gtest.h>
 
-#include "launch/fp8_1d2d_launch.hpp"
-#include "plan/fp8_1d2d_plan.hpp"
+#include "launch/fp8_launch.hpp"
+#include "plan/fp8_plan.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 
 namespace moegemm {
@@ -13,6 +13,7 @@ struct Case {
   int block_m, block_n;
   launch::Fp8Layout layout;
   int cluster_m = 1;
+  int recipe = 0;  // kernels::sm90::Fp8Recipe
 };
 
 class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
@@ -23,10 +24,14 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = c.block_m / 64;
-  cfg.stages = plan::fp8_1d2d_max_stages(c.block_m, c.block_n);
+  cfg.stages = plan::fp8_1d2d_max_stages(c.block_m, c.block_n, c.recipe);
   cfg.cluster_m = c.cluster_m;
-  plan::check_fp8_1d2d_config(cfg);
-  const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout);
+  if (c.recipe == 0) {
+    plan::check_fp8_1d2d_config(cfg);
+  } else {
+    plan::check_fp8_1d1d_config(cfg);
+  }
+  const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout, c.recipe);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
   ASSERT_FALSE(bin.cubin.empty());
   ASSERT_TRUE(bin.usage.known) << bin.log;
@@ -49,10 +54,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup},
                       Case{64, 96, launch::Fp8Layout::kMasked}, Case{128, 192, launch::Fp8Layout::kDense, 2},
                       Case{128, 160, launch::Fp8Layout::kMasked, 2},
-                      Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2}),
+                      Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2},
+                      // Recipe (1,1,128), the staged weight-gradient kernel.
+                      Case{128, 128, launch::Fp8Layout::kDense, 1, 1}, Case{128, 160, launch::Fp8Layout::kDense, 1, 1},
+                      Case{64, 64, launch::Fp8Layout::kDense, 1, 1}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
-             std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m);
+             std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
+             "_recipe" + std::to_string(info.param.recipe);
     });
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "launch/fp8_1d2d_launch.hpp"
+#include "launch/fp8_launch.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,14 +10,14 @@
 #include "moegemm/error.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch.hpp"
-#include "sm90/fp8_gemm_1d2d_params.cuh"
+#include "sm90/fp8_gemm_params.cuh"
 
 namespace moegemm::launch {
 namespace {
 
 using kernels::GroupedKind;
 using kernels::SchedulerProblem;
-using kernels::sm90::Fp8Gemm1d2dParams;
+using kernels::sm90::Fp8GemmParams;
 using kernels::sm90::kFp8BlockK;
 
 // MOEGEMM_LAUNCH_VERBOSE=1: one line per launch on stderr (grid, cluster residency), for tuning.
@@ -31,19 +31,20 @@ bool launch_verbose() {
 
 }  // namespace
 
-std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout) {
+std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout, int recipe) {
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
-         std::to_string(c.cluster_m);
+         std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe);
 }
 
-jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout) {
+jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout, int recipe) {
   jit::KernelSpec spec;
-  spec.name = fp8_1d2d_kernel_key(c, layout);
-  spec.name_expression = "moegemm::kernels::sm90::fp8_gemm_1d2d_kernel<" + std::to_string(c.block_m) + ", " +
+  spec.name = fp8_1d2d_kernel_key(c, layout, recipe);
+  spec.name_expression = "moegemm::kernels::sm90::fp8_gemm_kernel<" + std::to_string(c.block_m) + ", " +
                          std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
-                         std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ">";
-  spec.source = "#include \"sm90/fp8_gemm_1d2d.cuh\"\n";
+                         std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ", " +
+                         std::to_string(recipe) + ">";
+  spec.source = "#include \"sm90/fp8_gemm.cuh\"\n";
   return spec;
 }
 
@@ -55,7 +56,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   }
   const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
 
-  Fp8Gemm1d2dParams p{};
+  Fp8GemmParams p{};
   SchedulerProblem& prob = p.problem;
   prob.kind = static_cast<GroupedKind>(a.layout);
   prob.num_groups = a.num_groups;
@@ -74,7 +75,14 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   p.sfb_group_stride = a.sfb_group_stride;
   p.sfb_n_stride = a.sfb_n_stride;
   p.sfb_k_stride = a.sfb_k_stride;
-  p.d = static_cast<unsigned short*>(a.d);
+  const bool row_scaled_b = a.recipe == static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d);
+  if (row_scaled_b) {
+    p.d_f32 = static_cast<float*>(a.d);
+    p.c_f32 = a.c;
+    p.ldc = a.ldc;
+  } else {
+    p.d = static_cast<unsigned short*>(a.d);
+  }
   p.ldd = a.ldd;
   p.d_group_stride = masked ? a.d_group_stride : 0;
   p.d_rows_per_group = masked ? a.rows : 0;
@@ -119,11 +127,24 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   ts.box[0] = c.block_m, ts.box[1] = 1;
   p.tma_sfa = make_tma_descriptor(ts);
 
+  if (row_scaled_b) {
+    TmaSpec tsb;
+    tsb.what = "b.scales";
+    tsb.base = a.sfb;
+    tsb.element = TmaElement::kFloat32;
+    tsb.rank = 2;
+    tsb.dims[0] = a.sfb_mn_stride;
+    tsb.dims[1] = num_kb;
+    tsb.strides_bytes[0] = a.sfb_mn_stride * 4;
+    tsb.box[0] = c.block_n, tsb.box[1] = 1;
+    p.tma_sfb = make_tma_descriptor(tsb);
+  }
+
   const long long items = kernels::max_work_items(prob);
   if (items == 0) return;
 
   const jit::Kernel& kernel = jit::get_kernel(
-      fp8_1d2d_kernel_key(c, a.layout), [&] { return fp8_1d2d_kernel_spec(c, a.layout); }, stream);
+      fp8_1d2d_kernel_key(c, a.layout, a.recipe), [&] { return fp8_1d2d_kernel_spec(c, a.layout, a.recipe); }, stream);
   jit::LaunchConfig lc{};
   lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;

@@ -1,5 +1,7 @@
-// SM90 FP8 GEMM with recipe (1,128,128): A scaled per row x 128 K, B per 128x128 block, BF16 D.
-// One kernel for the dense, m-grouped contiguous (both forms) and m-grouped masked layouts.
+// SM90 FP8 GEMM. Recipe (1,128,128): A scaled per row x 128 K, B per 128x128 block, BF16 D, for the dense,
+// m-grouped contiguous (both forms) and m-grouped masked layouts. Recipe (1,1,128) (kRecipe = 1, weight gradients):
+// A and B scaled per row x 128 K, FP32 D = C + A B^T; dense so far, and staged: it is compile-checked and has device
+// tests, but the public entry point stays off until those have run (docs/results/).
 //
 // Structure (persistent, warp-specialised):
 //   warpgroup kMathWGs (the last 128 threads): one thread issues TMA loads of A, B and A's scales into a ring of
@@ -15,7 +17,7 @@
 #include "common/cluster_split.cuh"
 #include "common/platform.cuh"
 #include "common/scheduler.cuh"
-#include "sm90/fp8_gemm_1d2d_params.cuh"
+#include "sm90/fp8_gemm_params.cuh"
 #include "sm90/ptx.cuh"
 #include "sm90/wgmma_ops.cuh"
 
@@ -102,6 +104,44 @@ MOEGEMM_DEVICE void promote_with_split(int split, float (&result)[kBlockN / 2], 
   }
 }
 
+// Promotion for recipe (1,1,128): result += acc * scale_a[row] * scale_b[column], with B's scales for the tile's
+// block_n columns in shared memory. A thread's accumulators 4j..4j+3 sit in columns 8j + col0 + {0, 1} of rows
+// lo/hi, so each 8-column group needs one float2 of B's scales.
+template <int kBlockN>
+MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2], float sa_lo,
+                                       float sa_hi, const float* sfb, int col0) {
+#pragma unroll
+  for (int j = 0; j < kBlockN / 8; ++j) {
+    const float sb0 = sfb[j * 8 + col0];
+    const float sb1 = sfb[j * 8 + col0 + 1];
+    result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
+    result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
+    result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
+    result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
+  }
+}
+
+// Epilogue for recipe (1,1,128): D = C + result in FP32 straight from the accumulators (8-byte stores of column
+// pairs), C read at the same element D is written (so C may be D), rows bounded by the scheduler's row_action.
+template <int kBlockN>
+MOEGEMM_DEVICE void store_fp32_with_c(const Fp8GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
+                                      int pass_group, bool first_pass, const float (&result)[kBlockN / 2],
+                                      int tile_row_lo, int col0) {
+#pragma unroll
+  for (int i = 0; i < kBlockN / 2; i += 2) {
+    const int row = w.row_begin + tile_row_lo + ((i >> 1) & 1) * 8;
+    const int col = w.n_begin + (i >> 2) * 8 + col0;
+    if (col >= prob.n) continue;  // N is a multiple of 8, so col + 1 < N as well
+    if (row_action(prob, w, pass_group, first_pass, row) != RowAction::kStoreAccumulator) continue;
+    float* d = params.d_f32 + static_cast<long long>(row) * params.ldd + col;
+    const float* c = params.c_f32 != nullptr ? params.c_f32 + static_cast<long long>(row) * params.ldc + col : d;
+    float c0, c1;
+    asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(c0), "=f"(c1) : "l"(c) : "memory");
+    const float v0 = c0 + result[i], v1 = c1 + result[i + 1];
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(d), "f"(v0), "f"(v1) : "memory");
+  }
+}
+
 // Per-stage ring position, identical in producer and consumers.
 struct PipelineCursor {
   int stage = 0;
@@ -117,13 +157,15 @@ struct PipelineCursor {
 
 // kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
-template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM>
+template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0>
 __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
-    fp8_gemm_1d2d_kernel(const __grid_constant__ Fp8Gemm1d2dParams params) {
+    fp8_gemm_kernel(const __grid_constant__ Fp8GemmParams params) {
+  constexpr bool kRowScaledB = kRecipe == static_cast<int>(Fp8Recipe::k1d1d);
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
-  static_assert(fp8_1d2d_block_n_supported(kBlockN),
-                "block_n must be a multiple of 16 in [16, 192] whose tiles touch at most two 128-column scale blocks");
-  constexpr Fp8Gemm1d2dSmemLayout kSmem = fp8_1d2d_smem_layout(kBlockM, kBlockN, kStages);
+  static_assert(kRowScaledB ? fp8_1d1d_block_n_supported(kBlockN) : fp8_1d2d_block_n_supported(kBlockN),
+                "block_n: see fp8_1d2d_block_n_supported / fp8_1d1d_block_n_supported (sm90/fp8_gemm_params.cuh)");
+  static_assert(!kRowScaledB || (kKind == 0 && kClusterM == 1), "recipe (1,1,128): dense, no cluster, so far");
+  constexpr Fp8GemmSmemLayout kSmem = fp8_gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
   constexpr int kMathWGs = kBlockM / 64;
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
@@ -146,6 +188,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
     tma_prefetch_descriptor(&params.tma_a);
     tma_prefetch_descriptor(&params.tma_b);
     tma_prefetch_descriptor(&params.tma_sfa);
+    if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&full_bar[s], 1);
       mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterM);  // one arrival per consumer warp of the cluster
@@ -202,6 +245,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
               } else {
                 tma_load_3d(b_dst, &params.tma_b, bar, kb * kFp8BlockK, w.n_begin, g);
               }
+              if constexpr (kRowScaledB) {
+                tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin, kb);
+              }
               cur.advance<kStages>();
             }
           }
@@ -239,9 +285,12 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
           const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
           const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
           for (int kb = 0; kb < num_kb; ++kb) {
-            const float scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
-            const float scale_b1 =
-                two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : scale_b0;
+            float scale_b0 = 1.0f, scale_b1 = 1.0f;
+            if constexpr (!kRowScaledB) {
+              scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
+              scale_b1 =
+                  two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : scale_b0;
+            }
             mbarrier_wait(&full_bar[cur.stage], cur.phase);
             const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
             const float sa_lo = sfa[warpgroup * 64 + row_lo];
@@ -262,6 +311,12 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
             fence_registers(acc);
             wgmma_wait<0>();
             fence_registers(acc);
+            if constexpr (kRowScaledB) {
+              // B's scales live in this stage: promote before releasing it.
+              const float* sfb_stage =
+                  reinterpret_cast<const float*>(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes);
+              promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage, static_cast<int>(lane % 4) * 2);
+            }
             if (lane == 0) {
               if constexpr (kClusterM > 1) {
                 // The stage is refilled by multicasts from both CTAs: release it to both producers.
@@ -272,11 +327,20 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
               }
             }
             cur.advance<kStages>();
-            const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
-            promote_with_split<kBlockN>(split, result, acc, scales);
+            if constexpr (!kRowScaledB) {
+              const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
+              promote_with_split<kBlockN>(split, result, acc, scales);
+            }
           }
         }
 
+        if constexpr (kRowScaledB) {
+          store_fp32_with_c<kBlockN>(params, prob, w, g, first != 0, result, warpgroup * 64 + row_lo,
+                                     static_cast<int>(lane % 4) * 2);
+          g = following_pass_group<kLayout>(prob, w, g);
+          if (g < 0) break;
+          continue;
+        }
         // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
         named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
 #pragma unroll

@@ -1,11 +1,11 @@
-#include "plan/fp8_1d2d_plan.hpp"
+#include "plan/fp8_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "moegemm/error.hpp"
-#include "sm90/fp8_gemm_1d2d_params.cuh"
+#include "sm90/fp8_gemm_params.cuh"
 
 namespace moegemm::plan {
 namespace {
@@ -27,17 +27,17 @@ constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
 
-int fp8_1d2d_max_stages(int block_m, int block_n) {
+int fp8_1d2d_max_stages(int block_m, int block_n, int recipe) {
   int stages = 1;
   while (stages < kStageCap &&
-         kernels::sm90::fp8_1d2d_smem_layout(block_m, block_n, stages + 1).launch_bytes <= kMaxSmemBytes) {
+         kernels::sm90::fp8_gemm_smem_layout(block_m, block_n, stages + 1, recipe).launch_bytes <= kMaxSmemBytes) {
     ++stages;
   }
   return stages;
 }
 
-int fp8_1d2d_smem_bytes(const KernelConfig& c) {
-  return kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes;
+int fp8_1d2d_smem_bytes(const KernelConfig& c, int recipe) {
+  return kernels::sm90::fp8_gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe).launch_bytes;
 }
 
 double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
@@ -61,7 +61,10 @@ double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int
   return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
 }
 
-KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster) {
+namespace {
+
+KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster, int recipe) {
+  const bool row_scaled_b = recipe == static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d);
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -70,6 +73,10 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
       for (int bn : kBlockNs) {
+        if (row_scaled_b ? !kernels::sm90::fp8_1d1d_block_n_supported(bn)
+                         : !kernels::sm90::fp8_1d2d_block_n_supported(bn)) {
+          continue;
+        }
         const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
         const double tile_us = static_cast<double>(bm) * bn * cm;
@@ -86,17 +93,52 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
   }
   best.block_k = kernels::sm90::kFp8BlockK;
   best.math_warpgroups = best.block_m / 64;
-  best.stages = fp8_1d2d_max_stages(best.block_m, best.block_n);
+  best.stages = fp8_1d2d_max_stages(best.block_m, best.block_n, recipe);
   best.cluster_n = 1;
   best.num_sms = num_sms;
-  best.smem_bytes = kernels::sm90::fp8_1d2d_smem_layout(best.block_m, best.block_n, best.stages).launch_bytes;
+  best.smem_bytes = fp8_1d2d_smem_bytes(best, recipe);
   return best;
 }
 
+}  // namespace
+
+KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster) {
+  return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::Fp8Recipe::k1d2d));
+}
+
+KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms) {
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d));
+}
+
+namespace {
+
+[[noreturn]] void config_fail(const std::string& rule, const KernelConfig& cfg) {
+  throw Error(ErrorCode::kInvalidArgument, "options.config: " + rule + ", got " + cfg.to_string());
+}
+
+// The rules both recipes share: tile height, K step, stages, shared memory.
+void check_common(const KernelConfig& c, int recipe) {
+  if (c.block_m != 64 && c.block_m != 128) config_fail("block_m must be 64 or 128", c);
+  if (c.block_k != kernels::sm90::kFp8BlockK) config_fail("block_k must be 128 for FP8", c);
+  if (c.stages < 2) config_fail("stages must be at least 2", c);
+  if (fp8_1d2d_smem_bytes(c, recipe) > kMaxSmemBytes) {
+    config_fail(
+        "the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)", c);
+  }
+}
+
+}  // namespace
+
+void check_fp8_1d1d_config(const KernelConfig& c) {
+  if (!kernels::sm90::fp8_1d1d_block_n_supported(c.block_n)) {
+    config_fail("block_n must be a multiple of 16 in [16, 160] for recipe (1,1,128)", c);
+  }
+  if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("recipe (1,1,128) runs without clusters (1x1)", c);
+  check_common(c, static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d));
+}
+
 void check_fp8_1d2d_config(const KernelConfig& c) {
-  auto fail = [](const std::string& rule, const KernelConfig& cfg) {
-    throw Error(ErrorCode::kInvalidArgument, "options.config: " + rule + ", got " + cfg.to_string());
-  };
+  auto fail = [](const std::string& rule, const KernelConfig& cfg) { config_fail(rule, cfg); };
   if (c.block_m != 64 && c.block_m != 128) fail("block_m must be 64 or 128", c);
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
     fail(
@@ -109,9 +151,7 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
   if ((c.cluster_m != 1 && c.cluster_m != 2) || c.cluster_n != 1) {
     fail("clusters must be 1x1 or 2x1 (two CTAs along M sharing B)", c);
   }
-  if (kernels::sm90::fp8_1d2d_smem_layout(c.block_m, c.block_n, c.stages).launch_bytes > kMaxSmemBytes) {
-    fail("the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)", c);
-  }
+  check_common(c, static_cast<int>(kernels::sm90::Fp8Recipe::k1d2d));
 }
 
 }  // namespace moegemm::plan

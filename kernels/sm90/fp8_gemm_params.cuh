@@ -1,4 +1,4 @@
-// Parameters and shared-memory layout of the SM90 FP8 1D2D GEMM kernel (sm90/fp8_gemm_1d2d.cuh). Host code
+// Parameters and shared-memory layout of the SM90 FP8 1D2D GEMM kernel (sm90/fp8_gemm.cuh). Host code
 // includes this file too: the planner sizes shared memory and the launcher fills the parameters from the same
 // definitions the kernel uses, so the two cannot drift apart.
 #pragma once
@@ -11,7 +11,13 @@ namespace moegemm::kernels::sm90 {
 
 inline constexpr int kFp8BlockK = 128;  // one scale block of K; 128 bytes per row: exactly one 128-byte swizzle atom
 
-struct Fp8Gemm1d2dParams {
+// The scaling recipe a kernel instance implements (docs/scale-formats.md).
+enum class Fp8Recipe : int {
+  k1d2d = 0,  // (1,128,128): A per row x 128 K, B per 128x128 block; BF16 D
+  k1d1d = 1,  // (1,1,128): A and B per row x 128 K (weight gradients); FP32 D = C + A B^T
+};
+
+struct Fp8GemmParams {
   SchedulerProblem problem;  // kind, G, rows (M | M_total | capacity), n, k, tile shape, band, routing
   // Scales of B: element (g, n_block128, k_block) at sfb + g*sfb_group_stride + nb*sfb_n_stride + kb*sfb_k_stride.
   const float* sfb;
@@ -23,6 +29,11 @@ struct Fp8Gemm1d2dParams {
   TmaDescriptor tma_a;    // uint8 [K, rows] (2-D) or [K, capacity, G] (3-D, masked), box {128, block_m}, 128B swizzle
   TmaDescriptor tma_b;    // uint8 [K, N, G], box {128, block_n, 1}, 128B swizzle
   TmaDescriptor tma_sfa;  // fp32 [tma_aligned(rows), kb] or [tma_aligned(capacity), G*kb] (masked), box {block_m, 1}
+  // Recipe (1,1,128) only (after the 1D2D fields, so their offsets stay put):
+  TmaDescriptor tma_sfb;  // fp32 [tma_aligned(N), kb], box {block_n, 1}: B's row scales, one TMA per stage
+  float* d_f32;           // FP32 D, row stride ldd
+  const float* c_f32;     // FP32 C with row stride ldc (may equal d_f32); nullptr: D += A B^T (D is read)
+  long long ldc;
 };
 
 // Tile widths the kernel supports: multiples of 16 (WGMMA N) up to 192 (the accumulators of two copies of the
@@ -33,33 +44,45 @@ MOEGEMM_HD constexpr bool fp8_1d2d_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 192 && block_n % 16 == 0 && block_n - gcd_of(block_n, 128) <= 128;
 }
 
+// Recipe (1,1,128): multiples of 16 up to 160 (at 192 the promotion's per-column scales push the result array out
+// of registers: 384 bytes of stack in the compile check).
+MOEGEMM_HD constexpr bool fp8_1d1d_block_n_supported(int block_n) {
+  return block_n >= 16 && block_n <= 160 && block_n % 16 == 0;
+}
+
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
 // kStages x [A tile | B tile | A scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
-struct Fp8Gemm1d2dSmemLayout {
+struct Fp8GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
+  int sfb_bytes;                    // per stage, recipe (1,1,128) only (B's row scales); 0 otherwise
   int stage_pitch;                  // bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free
   int d_bytes_per_wg;
-  int a_offset, b_offset, sfa_offset, d_offset, barrier_offset;
+  int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
   int bytes;          // from the aligned base
   int launch_bytes;   // dynamic shared memory to request: bytes + slack for aligning the base
   unsigned tx_bytes;  // bytes TMA delivers per stage (full boxes: out-of-bounds elements count too)
 };
 
-MOEGEMM_HD constexpr Fp8Gemm1d2dSmemLayout fp8_1d2d_smem_layout(int block_m, int block_n, int stages) {
-  Fp8Gemm1d2dSmemLayout l{};
+// Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
+// with each stage.
+MOEGEMM_HD constexpr Fp8GemmSmemLayout fp8_gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
+  const bool row_scaled_b = recipe == static_cast<int>(Fp8Recipe::k1d1d);
+  Fp8GemmSmemLayout l{};
   l.a_bytes = block_m * kFp8BlockK;
   l.b_bytes = block_n * kFp8BlockK;
   l.sfa_bytes = align_up(block_m * 4, 128);
-  l.stage_pitch = block_n * 2 + 16;
+  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : 0;
+  l.stage_pitch = row_scaled_b ? 0 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch;
   l.a_offset = 0;
   l.b_offset = l.a_offset + stages * l.a_bytes;
   l.sfa_offset = l.b_offset + stages * l.b_bytes;
-  l.d_offset = align_up(l.sfa_offset + stages * l.sfa_bytes, 128);
+  l.sfb_offset = l.sfa_offset + stages * l.sfa_bytes;
+  l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, 128);
   l.barrier_offset = align_up(l.d_offset + (block_m / 64) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   l.launch_bytes = l.bytes + 1024;
-  l.tx_bytes = static_cast<unsigned>(l.a_bytes + l.b_bytes + block_m * 4);
+  l.tx_bytes = static_cast<unsigned>(l.a_bytes + l.b_bytes + block_m * 4 + (row_scaled_b ? block_n * 4 : 0));
   return l;
 }
 

@@ -34,12 +34,17 @@ struct Fp8GemmLaunch {
   void* d = nullptr;
   std::int64_t ldd = 0, d_group_stride = 0;
   const int* routing = nullptr;
+  // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart) and FP32 C (nullptr: D += A B^T).
+  int recipe = 0;  // kernels::sm90::Fp8Recipe
+  std::int64_t sfb_mn_stride = 0;
+  const float* c = nullptr;
+  std::int64_t ldc = 0;
 };
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
 // a short string that determines the source, so a hit never hashes sources). Exposed for compile checks.
-std::string fp8_1d2d_kernel_key(const KernelConfig& config, Fp8Layout layout);
-jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& config, Fp8Layout layout);
+std::string fp8_1d2d_kernel_key(const KernelConfig& config, Fp8Layout layout, int recipe = 0);
+jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& config, Fp8Layout layout, int recipe = 0);
 
 void launch_fp8_1d2d(const Fp8GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
 

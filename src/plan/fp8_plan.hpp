@@ -22,14 +22,19 @@ inline constexpr int kMaxSmemBytes = 232448;
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
 KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster = false);
 
-// Throws Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
+// Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
+KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms);
+
+// Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
+void check_fp8_1d1d_config(const KernelConfig& config);
 
 // Dynamic shared memory a configuration launches with.
-int fp8_1d2d_smem_bytes(const KernelConfig& config);
+// recipe: kernels::sm90::Fp8Recipe as int (0: (1,128,128), 1: (1,1,128)).
+int fp8_1d2d_smem_bytes(const KernelConfig& config, int recipe = 0);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
-int fp8_1d2d_max_stages(int block_m, int block_n);
+int fp8_1d2d_max_stages(int block_m, int block_n, int recipe = 0);
 
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
 double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms);
