@@ -7,7 +7,7 @@
 #include "moegemm/error.hpp"
 #include "moegemm/gemm.hpp"
 #include "plan/fp8_plan.hpp"
-#include "sm90/fp8_gemm_params.cuh"
+#include "sm90/gemm_params.cuh"
 #include "validate/validate.hpp"
 
 namespace moegemm {
@@ -141,17 +141,62 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
     plan::check_fp8_1d1d_config(config);
     config.math_warpgroups = config.block_m / 64;
     config.num_sms = sms;
-    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d));
+    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
   } else {
     config = plan::choose_fp8_1d1d_config(shape_hint(p), sms);
   }
   launch::Fp8GemmLaunch l = to_launch(p);
-  l.recipe = static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d);
+  l.recipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   l.sfb_mn_stride = p.sfb.k_stride;  // MN-major row scales: consecutive k-blocks are tma_aligned(N) apart
   // C distinct from D is read where D is written; C aliasing D, or no C (D += A B^T), reads D itself.
   l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
   l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
   launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
+}
+
+namespace {
+
+// The staged BF16 kernel: K-major A and B (the NT form), BF16 D, no C.
+void run_bf16(const validate::GemmProblem& p, Stream stream) {
+  if (p.a.major != validate::Major::kK || p.b.major != validate::Major::kK || p.d.dtype != DType::kBFloat16 ||
+      p.has_c) {
+    throw Error(ErrorCode::kUnsupported,
+                "the BF16 kernel takes K-major A and B, a BF16 D and no C so far (MN-major operands, FP32 D and C "
+                "are not built yet)");
+  }
+  if (p.empty) return;
+  const int sms = resolve_num_sms(p.max_sms);
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16);
+  KernelConfig config;
+  if (p.config != nullptr) {
+    config = *p.config;
+    plan::check_bf16_config(config);
+    config.math_warpgroups = config.block_m / 64;
+    config.num_sms = sms;
+    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, kRecipe);
+  } else {
+    config = plan::choose_bf16_config(shape_hint(p), sms);
+  }
+  launch::Fp8GemmLaunch l = to_launch(p);
+  l.recipe = kRecipe;
+  launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
+}
+
+}  // namespace
+
+void bf16_gemm(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c, Stream stream,
+               const GemmOptions& options) {
+  run_bf16(validate::check_bf16_gemm(a, b, d, c, options), stream);
+}
+
+void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, const TensorView& d,
+                                    const ContiguousLayout& layout, Stream stream, const GemmOptions& options) {
+  run_bf16(validate::check_m_grouped_bf16_gemm_contiguous(a, b, d, layout, options), stream);
+}
+
+void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const TensorView& d,
+                                const MaskedLayout& layout, Stream stream, const GemmOptions& options) {
+  run_bf16(validate::check_m_grouped_bf16_gemm_masked(a, b, d, layout, options), stream);
 }
 
 }  // namespace staged

@@ -10,14 +10,14 @@
 #include "moegemm/error.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch.hpp"
-#include "sm90/fp8_gemm_params.cuh"
+#include "sm90/gemm_params.cuh"
 
 namespace moegemm::launch {
 namespace {
 
 using kernels::GroupedKind;
 using kernels::SchedulerProblem;
-using kernels::sm90::Fp8GemmParams;
+using kernels::sm90::GemmParams;
 using kernels::sm90::kFp8BlockK;
 
 // MOEGEMM_LAUNCH_VERBOSE=1: one line per launch on stderr (grid, cluster residency), for tuning.
@@ -40,11 +40,11 @@ std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout, int rec
 jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout, int recipe) {
   jit::KernelSpec spec;
   spec.name = fp8_1d2d_kernel_key(c, layout, recipe);
-  spec.name_expression = "moegemm::kernels::sm90::fp8_gemm_kernel<" + std::to_string(c.block_m) + ", " +
+  spec.name_expression = "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " +
                          std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
                          std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ", " +
                          std::to_string(recipe) + ">";
-  spec.source = "#include \"sm90/fp8_gemm.cuh\"\n";
+  spec.source = "#include \"sm90/gemm.cuh\"\n";
   return spec;
 }
 
@@ -56,7 +56,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   }
   const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
 
-  Fp8GemmParams p{};
+  GemmParams p{};
   SchedulerProblem& prob = p.problem;
   prob.kind = static_cast<GroupedKind>(a.layout);
   prob.num_groups = a.num_groups;
@@ -75,7 +75,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   p.sfb_group_stride = a.sfb_group_stride;
   p.sfb_n_stride = a.sfb_n_stride;
   p.sfb_k_stride = a.sfb_k_stride;
-  const bool row_scaled_b = a.recipe == static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d);
+  const bool row_scaled_b = a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   if (row_scaled_b) {
     p.d_f32 = static_cast<float*>(a.d);
     p.c_f32 = a.c;
@@ -90,42 +90,48 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   TmaSpec ta;
   ta.what = "a.data";
   ta.base = a.a;
-  ta.element = TmaElement::kUint8;
+  // Operand bytes per element and K per stage: FP8 1 and 128, BF16 2 and 64 (both 128-byte stage rows).
+  const bool bf16 = a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16);
+  const std::uint64_t esize = bf16 ? 2 : 1;
+  const std::uint32_t stage_k = static_cast<std::uint32_t>(kernels::sm90::stage_k(a.recipe));
+  ta.element = bf16 ? TmaElement::kBFloat16 : TmaElement::kUint8;
   ta.swizzle_128b = true;
   if (masked) {
     ta.rank = 3;
     ta.dims[0] = a.k, ta.dims[1] = a.rows, ta.dims[2] = a.num_groups;
-    ta.strides_bytes[0] = a.lda, ta.strides_bytes[1] = a.a_group_stride;
+    ta.strides_bytes[0] = a.lda * esize, ta.strides_bytes[1] = a.a_group_stride * esize;
   } else {
     ta.rank = 2;
     ta.dims[0] = a.k, ta.dims[1] = a.rows;
-    ta.strides_bytes[0] = a.lda;
+    ta.strides_bytes[0] = a.lda * esize;
   }
-  ta.box[0] = kFp8BlockK, ta.box[1] = c.block_m, ta.box[2] = 1;
+  ta.box[0] = stage_k, ta.box[1] = c.block_m, ta.box[2] = 1;
   p.tma_a = make_tma_descriptor(ta);
 
   TmaSpec tb;
   tb.what = "b.data";
   tb.base = a.b;
-  tb.element = TmaElement::kUint8;
+  tb.element = ta.element;
   tb.swizzle_128b = true;
   tb.rank = 3;
   tb.dims[0] = a.k, tb.dims[1] = a.n, tb.dims[2] = a.num_groups;
-  tb.strides_bytes[0] = a.ldb;
-  tb.strides_bytes[1] = a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n;
-  tb.box[0] = kFp8BlockK, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
+  tb.strides_bytes[0] = a.ldb * esize;
+  tb.strides_bytes[1] = (a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n) * esize;
+  tb.box[0] = stage_k, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
   p.tma_b = make_tma_descriptor(tb);
 
-  TmaSpec ts;
-  ts.what = "a.scales";
-  ts.base = a.sfa;
-  ts.element = TmaElement::kFloat32;
-  ts.rank = 2;
-  ts.dims[0] = a.sfa_mn_stride;
-  ts.dims[1] = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
-  ts.strides_bytes[0] = a.sfa_mn_stride * 4;
-  ts.box[0] = c.block_m, ts.box[1] = 1;
-  p.tma_sfa = make_tma_descriptor(ts);
+  if (!bf16) {
+    TmaSpec ts;
+    ts.what = "a.scales";
+    ts.base = a.sfa;
+    ts.element = TmaElement::kFloat32;
+    ts.rank = 2;
+    ts.dims[0] = a.sfa_mn_stride;
+    ts.dims[1] = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
+    ts.strides_bytes[0] = a.sfa_mn_stride * 4;
+    ts.box[0] = c.block_m, ts.box[1] = 1;
+    p.tma_sfa = make_tma_descriptor(ts);
+  }
 
   if (row_scaled_b) {
     TmaSpec tsb;

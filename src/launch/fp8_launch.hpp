@@ -35,7 +35,7 @@ struct Fp8GemmLaunch {
   std::int64_t ldd = 0, d_group_stride = 0;
   const int* routing = nullptr;
   // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart) and FP32 C (nullptr: D += A B^T).
-  int recipe = 0;  // kernels::sm90::Fp8Recipe
+  int recipe = 0;  // kernels::sm90::GemmRecipe
   std::int64_t sfb_mn_stride = 0;
   const float* c = nullptr;
   std::int64_t ldc = 0;

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "moegemm/error.hpp"
-#include "sm90/fp8_gemm_params.cuh"
+#include "sm90/gemm_params.cuh"
 
 namespace moegemm::plan {
 namespace {
@@ -30,17 +30,21 @@ constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 int fp8_1d2d_max_stages(int block_m, int block_n, int recipe) {
   int stages = 1;
   while (stages < kStageCap &&
-         kernels::sm90::fp8_gemm_smem_layout(block_m, block_n, stages + 1, recipe).launch_bytes <= kMaxSmemBytes) {
+         kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe).launch_bytes <= kMaxSmemBytes) {
     ++stages;
   }
   return stages;
 }
 
 int fp8_1d2d_smem_bytes(const KernelConfig& c, int recipe) {
-  return kernels::sm90::fp8_gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe).launch_bytes;
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe).launch_bytes;
 }
 
-double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
+double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
+  // BF16 runs at half the FP8 tensor rate and moves two bytes per element, 64 of K per stage.
+  const bool bf16 = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16);
+  const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
+  const double esize = bf16 ? 2.0 : 1.0;
   // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty) and loads half of B.
   const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
   const long long m_blocks = std::max<long long>(1, (h.m_per_group + pair_rows - 1) / pair_rows) * cluster_m;
@@ -49,22 +53,22 @@ double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int
   const long long slots = num_sms / cluster_m * cluster_m;
   const long long waves = (tiles + slots - 1) / slots;
   // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows.
-  const double mma_us = 2.0 * block_m * block_n * h.k / kFlopsPerSm * 1e6;
+  const double mma_us = 2.0 * block_m * block_n * h.k / flops_per_sm * 1e6;
   const double real_rows = static_cast<double>(std::min<long long>(block_m, h.m_per_group));
-  const double load_us = (real_rows + static_cast<double>(block_n) / cluster_m) * h.k / kL2BytesPerSm * 1e6;
+  const double load_us = (real_rows + static_cast<double>(block_n) / cluster_m) * h.k * esize / kL2BytesPerSm * 1e6;
   // One K block is a dependent chain (barrier wait, four WGMMAs, wait, promotion): it never takes less than
   // kKBlockLatencyUs, however small the tile (measured: 64x16 tiles ran at 0.3-0.4 us per K block).
-  const double num_kb = std::ceil(h.k / 128.0);
+  const double num_kb = std::ceil(h.k / static_cast<double>(kernels::sm90::stage_k(recipe)));
   const double per_tile_us = std::max({mma_us, load_us, num_kb * kKBlockLatencyUs}) + kTileOverheadUs;
   const double hbm_bytes =
-      static_cast<double>(h.num_groups) * (h.m_per_group * h.k + 1.0 * h.n * h.k + 2.0 * h.m_per_group * h.n);
+      static_cast<double>(h.num_groups) * (esize * (h.m_per_group * h.k + 1.0 * h.n * h.k) + 2.0 * h.m_per_group * h.n);
   return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
 }
 
 namespace {
 
 KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster, int recipe) {
-  const bool row_scaled_b = recipe == static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d);
+  const bool row_scaled_b = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -73,11 +77,12 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
       for (int bn : kBlockNs) {
-        if (row_scaled_b ? !kernels::sm90::fp8_1d1d_block_n_supported(bn)
-                         : !kernels::sm90::fp8_1d2d_block_n_supported(bn)) {
-          continue;
-        }
-        const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms);
+        const bool supported = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16)
+                                   ? kernels::sm90::bf16_block_n_supported(bn)
+                               : row_scaled_b ? kernels::sm90::fp8_1d1d_block_n_supported(bn)
+                                              : kernels::sm90::fp8_1d2d_block_n_supported(bn);
+        if (!supported) continue;
+        const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
         const double tile_us = static_cast<double>(bm) * bn * cm;
         if (!have || us < best_us * 0.999 || (us <= best_us * 1.001 && tile_us < best_tile_us)) {
@@ -91,7 +96,7 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
       }
     }
   }
-  best.block_k = kernels::sm90::kFp8BlockK;
+  best.block_k = kernels::sm90::stage_k(recipe);
   best.math_warpgroups = best.block_m / 64;
   best.stages = fp8_1d2d_max_stages(best.block_m, best.block_n, recipe);
   best.cluster_n = 1;
@@ -103,11 +108,16 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
 }  // namespace
 
 KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster) {
-  return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::Fp8Recipe::k1d2d));
+  return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
+}
+
+KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms) {
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(kernels::sm90::GemmRecipe::kBf16));
 }
 
 KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms) {
-  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d));
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false,
+                           static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
 }
 
 namespace {
@@ -119,7 +129,9 @@ namespace {
 // The rules both recipes share: tile height, K step, stages, shared memory.
 void check_common(const KernelConfig& c, int recipe) {
   if (c.block_m != 64 && c.block_m != 128) config_fail("block_m must be 64 or 128", c);
-  if (c.block_k != kernels::sm90::kFp8BlockK) config_fail("block_k must be 128 for FP8", c);
+  if (c.block_k != kernels::sm90::stage_k(recipe)) {
+    config_fail("block_k must be " + std::to_string(kernels::sm90::stage_k(recipe)) + " (128 bytes of K per stage)", c);
+  }
   if (c.stages < 2) config_fail("stages must be at least 2", c);
   if (fp8_1d2d_smem_bytes(c, recipe) > kMaxSmemBytes) {
     config_fail(
@@ -129,12 +141,19 @@ void check_common(const KernelConfig& c, int recipe) {
 
 }  // namespace
 
+void check_bf16_config(const KernelConfig& c) {
+  if (!kernels::sm90::bf16_block_n_supported(c.block_n))
+    config_fail("block_n must be a multiple of 16 in [16, 192]", c);
+  if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("BF16 runs without clusters (1x1) so far", c);
+  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kBf16));
+}
+
 void check_fp8_1d1d_config(const KernelConfig& c) {
   if (!kernels::sm90::fp8_1d1d_block_n_supported(c.block_n)) {
     config_fail("block_n must be a multiple of 16 in [16, 160] for recipe (1,1,128)", c);
   }
   if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("recipe (1,1,128) runs without clusters (1x1)", c);
-  check_common(c, static_cast<int>(kernels::sm90::Fp8Recipe::k1d1d));
+  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
 }
 
 void check_fp8_1d2d_config(const KernelConfig& c) {
@@ -151,7 +170,7 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
   if ((c.cluster_m != 1 && c.cluster_m != 2) || c.cluster_n != 1) {
     fail("clusters must be 1x1 or 2x1 (two CTAs along M sharing B)", c);
   }
-  check_common(c, static_cast<int>(kernels::sm90::Fp8Recipe::k1d2d));
+  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 
 }  // namespace moegemm::plan

@@ -25,18 +25,23 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms);
 
+// BF16 (K-major A and B, no scales): the same model at the BF16 rate over the tiles that kernel supports.
+KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms);
+
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
 void check_fp8_1d1d_config(const KernelConfig& config);
+void check_bf16_config(const KernelConfig& config);
 
 // Dynamic shared memory a configuration launches with.
-// recipe: kernels::sm90::Fp8Recipe as int (0: (1,128,128), 1: (1,1,128)).
+// recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).
 int fp8_1d2d_smem_bytes(const KernelConfig& config, int recipe = 0);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
 int fp8_1d2d_max_stages(int block_m, int block_n, int recipe = 0);
 
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
-double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms);
+double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms,
+                            int recipe = 0);
 
 }  // namespace moegemm::plan

@@ -7,7 +7,7 @@
 namespace moegemm::jit {
 
 struct EmbeddedSource {
-  const char* name;     // path relative to kernels/, e.g. "sm90/fp8_gemm.cuh"; also its #include name
+  const char* name;     // path relative to kernels/, e.g. "sm90/gemm.cuh"; also its #include name
   const char* text;
   std::size_t size;
 };

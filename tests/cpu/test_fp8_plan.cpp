@@ -7,7 +7,7 @@
 
 #include "moegemm/moegemm.hpp"
 #include "plan/fp8_plan.hpp"
-#include "sm90/fp8_gemm_params.cuh"
+#include "sm90/gemm_params.cuh"
 
 namespace moegemm {
 namespace {

@@ -5,6 +5,7 @@
 #include "launch/fp8_launch.hpp"
 #include "plan/fp8_plan.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "sm90/gemm_params.cuh"
 
 namespace moegemm {
 namespace {
@@ -13,7 +14,7 @@ struct Case {
   int block_m, block_n;
   launch::Fp8Layout layout;
   int cluster_m = 1;
-  int recipe = 0;  // kernels::sm90::Fp8Recipe
+  int recipe = 0;  // kernels::sm90::GemmRecipe
 };
 
 class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
@@ -26,10 +27,13 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.math_warpgroups = c.block_m / 64;
   cfg.stages = plan::fp8_1d2d_max_stages(c.block_m, c.block_n, c.recipe);
   cfg.cluster_m = c.cluster_m;
+  cfg.block_k = kernels::sm90::stage_k(c.recipe);
   if (c.recipe == 0) {
     plan::check_fp8_1d2d_config(cfg);
-  } else {
+  } else if (c.recipe == 1) {
     plan::check_fp8_1d1d_config(cfg);
+  } else {
+    plan::check_bf16_config(cfg);
   }
   const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout, c.recipe);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
@@ -57,7 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2},
                       // Recipe (1,1,128), the staged weight-gradient kernel.
                       Case{128, 128, launch::Fp8Layout::kDense, 1, 1}, Case{128, 160, launch::Fp8Layout::kDense, 1, 1},
-                      Case{64, 64, launch::Fp8Layout::kDense, 1, 1}),
+                      Case{64, 64, launch::Fp8Layout::kDense, 1, 1},
+                      // BF16 (staged): dense, masked and row-to-group.
+                      Case{128, 192, launch::Fp8Layout::kDense, 1, 2}, Case{128, 128, launch::Fp8Layout::kMasked, 1, 2},
+                      Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

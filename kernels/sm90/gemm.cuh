@@ -17,7 +17,7 @@
 #include "common/cluster_split.cuh"
 #include "common/platform.cuh"
 #include "common/scheduler.cuh"
-#include "sm90/fp8_gemm_params.cuh"
+#include "sm90/gemm_params.cuh"
 #include "sm90/ptx.cuh"
 #include "sm90/wgmma_ops.cuh"
 
@@ -124,7 +124,7 @@ MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float
 // Epilogue for recipe (1,1,128): D = C + result in FP32 straight from the accumulators (8-byte stores of column
 // pairs), C read at the same element D is written (so C may be D), rows bounded by the scheduler's row_action.
 template <int kBlockN>
-MOEGEMM_DEVICE void store_fp32_with_c(const Fp8GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
+MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
                                       int pass_group, bool first_pass, const float (&result)[kBlockN / 2],
                                       int tile_row_lo, int col0) {
 #pragma unroll
@@ -159,13 +159,19 @@ struct PipelineCursor {
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0>
 __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
-    fp8_gemm_kernel(const __grid_constant__ Fp8GemmParams params) {
-  constexpr bool kRowScaledB = kRecipe == static_cast<int>(Fp8Recipe::k1d1d);
+    gemm_kernel(const __grid_constant__ GemmParams params) {
+  constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
+  constexpr bool kUnscaled = kRecipe == static_cast<int>(GemmRecipe::kBf16);
+  constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
+  constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
-  static_assert(kRowScaledB ? fp8_1d1d_block_n_supported(kBlockN) : fp8_1d2d_block_n_supported(kBlockN),
-                "block_n: see fp8_1d2d_block_n_supported / fp8_1d1d_block_n_supported (sm90/fp8_gemm_params.cuh)");
+  static_assert(kUnscaled     ? bf16_block_n_supported(kBlockN)
+                : kRowScaledB ? fp8_1d1d_block_n_supported(kBlockN)
+                              : fp8_1d2d_block_n_supported(kBlockN),
+                "block_n: see fp8_1d2d_block_n_supported / fp8_1d1d_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || (kKind == 0 && kClusterM == 1), "recipe (1,1,128): dense, no cluster, so far");
-  constexpr Fp8GemmSmemLayout kSmem = fp8_gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
+  static_assert(!kUnscaled || kClusterM == 1, "BF16: no cluster, so far");
+  constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
   constexpr int kMathWGs = kBlockM / 64;
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
@@ -180,14 +186,14 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   u64* empty_bar = full_bar + kStages;
 
   const SchedulerProblem& prob = params.problem;
-  const int num_kb = ceil_div(prob.k, kFp8BlockK);
+  const int num_kb = ceil_div(prob.k, kStageK);
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const u32 lane = lane_index();
 
   if (threadIdx.x == kMathWGs * 128) {
     tma_prefetch_descriptor(&params.tma_a);
     tma_prefetch_descriptor(&params.tma_b);
-    tma_prefetch_descriptor(&params.tma_sfa);
+    if constexpr (!kUnscaled) tma_prefetch_descriptor(&params.tma_sfa);
     if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&full_bar[s], 1);
@@ -230,20 +236,20 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
               unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;
               if constexpr (kMasked) {
                 const int row_in_group = w.a_row - g * prob.rows;
-                tma_load_3d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, row_in_group, g);
-                tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
+                tma_load_3d(a_dst, &params.tma_a, bar, kb * kStageK, row_in_group, g);
+                if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
               } else {
-                tma_load_2d(a_dst, &params.tma_a, bar, kb * kFp8BlockK, w.a_row);
-                tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
+                tma_load_2d(a_dst, &params.tma_a, bar, kb * kStageK, w.a_row);
+                if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
               }
               // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches its
               // half of the tile's rows for both CTAs.
               if constexpr (kClusterM > 1) {
                 constexpr int kHalf = kBlockN / 2;
-                tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kFp8BlockK, &params.tma_b, bar, 0x3,
-                                      kb * kFp8BlockK, w.n_begin + static_cast<int>(cluster_rank) * kHalf, g);
+                tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kRowBytes, &params.tma_b, bar, 0x3, kb * kStageK,
+                                      w.n_begin + static_cast<int>(cluster_rank) * kHalf, g);
               } else {
-                tma_load_3d(b_dst, &params.tma_b, bar, kb * kFp8BlockK, w.n_begin, g);
+                tma_load_3d(b_dst, &params.tma_b, bar, kb * kStageK, w.n_begin, g);
               }
               if constexpr (kRowScaledB) {
                 tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin, kb);
@@ -286,26 +292,36 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
           const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
           for (int kb = 0; kb < num_kb; ++kb) {
             float scale_b0 = 1.0f, scale_b1 = 1.0f;
-            if constexpr (!kRowScaledB) {
+            if constexpr (!kRowScaledB && !kUnscaled) {
               scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
               scale_b1 =
                   two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : scale_b0;
             }
             mbarrier_wait(&full_bar[cur.stage], cur.phase);
-            const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
-            const float sa_lo = sfa[warpgroup * 64 + row_lo];
-            const float sa_hi = sfa[warpgroup * 64 + row_lo + 8];
+            float sa_lo = 1.0f, sa_hi = 1.0f;
+            if constexpr (!kUnscaled) {
+              const float* sfa =
+                  reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
+              sa_lo = sfa[warpgroup * 64 + row_lo];
+              sa_hi = sfa[warpgroup * 64 + row_lo + 8];
+            }
             const unsigned char* a_tile =
-                smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kFp8BlockK;
+                smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kRowBytes;
             const unsigned char* b_tile = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
             const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
             const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
             fence_registers(acc);
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < kFp8BlockK / 32; ++kk) {
-              // 32 FP8 elements = 32 bytes along K inside the swizzled row: +2 in the descriptor's address field.
-              wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
+            for (int kk = 0; kk < 4; ++kk) {
+              // One WGMMA covers 32 bytes of K (32 FP8 or 16 BF16 values) inside the 128-byte swizzled row: +2 in
+              // the descriptor's address field. FP8 starts a fresh accumulator per K block (it is promoted with
+              // that block's scales); BF16 accumulates over all of K.
+              if constexpr (kUnscaled) {
+                wgmma_bf16<kBlockN, 0, 0>(acc, desc_a + kk * 2, desc_b + kk * 2, (kb > 0 || kk > 0) ? 1 : 0);
+              } else {
+                wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
+              }
             }
             wgmma_commit();
             fence_registers(acc);
@@ -327,10 +343,14 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
               }
             }
             cur.advance<kStages>();
-            if constexpr (!kRowScaledB) {
+            if constexpr (!kRowScaledB && !kUnscaled) {
               const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
               promote_with_split<kBlockN>(split, result, acc, scales);
             }
+          }
+          if constexpr (kUnscaled) {
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
           }
         }
 

@@ -1,4 +1,4 @@
-// Parameters and shared-memory layout of the SM90 FP8 1D2D GEMM kernel (sm90/fp8_gemm.cuh). Host code
+// Parameters and shared-memory layout of the SM90 GEMM kernel (sm90/gemm.cuh). Host code
 // includes this file too: the planner sizes shared memory and the launcher fills the parameters from the same
 // definitions the kernel uses, so the two cannot drift apart.
 #pragma once
@@ -11,13 +11,15 @@ namespace moegemm::kernels::sm90 {
 
 inline constexpr int kFp8BlockK = 128;  // one scale block of K; 128 bytes per row: exactly one 128-byte swizzle atom
 
-// The scaling recipe a kernel instance implements (docs/scale-formats.md).
-enum class Fp8Recipe : int {
-  k1d2d = 0,  // (1,128,128): A per row x 128 K, B per 128x128 block; BF16 D
-  k1d1d = 1,  // (1,1,128): A and B per row x 128 K (weight gradients); FP32 D = C + A B^T
+// What a kernel instance computes (docs/scale-formats.md). The three share the pipeline, the scheduler and the
+// bounded epilogues; they differ in operand type, scale handling and output.
+enum class GemmRecipe : int {
+  kFp8_1d2d = 0,  // FP8, (1,128,128): A per row x 128 K, B per 128x128 block; BF16 D
+  kFp8_1d1d = 1,  // FP8, (1,1,128): A and B per row x 128 K (weight gradients); FP32 D = C + A B^T
+  kBf16 = 2,      // BF16 A and B (K-major), no scales, FP32 accumulation over all of K; BF16 D
 };
 
-struct Fp8GemmParams {
+struct GemmParams {
   SchedulerProblem problem;  // kind, G, rows (M | M_total | capacity), n, k, tile shape, band, routing
   // Scales of B: element (g, n_block128, k_block) at sfb + g*sfb_group_stride + nb*sfb_n_stride + kb*sfb_k_stride.
   const float* sfb;
@@ -50,9 +52,19 @@ MOEGEMM_HD constexpr bool fp8_1d1d_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 160 && block_n % 16 == 0;
 }
 
+// BF16: multiples of 16 up to 192 (no scale blocks to respect; the accumulators and the result they are copied to
+// for the epilogue must fit in registers).
+MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
+  return block_n >= 16 && block_n <= 192 && block_n % 16 == 0;
+}
+
+// Elements of K per pipeline stage: every stage row is 128 bytes (one 128-byte swizzle atom), so 128 FP8 values
+// (one scale block) or 64 BF16 values.
+MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe == static_cast<int>(GemmRecipe::kBf16) ? 64 : kFp8BlockK; }
+
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
 // kStages x [A tile | B tile | A scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
-struct Fp8GemmSmemLayout {
+struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
   int sfb_bytes;                    // per stage, recipe (1,1,128) only (B's row scales); 0 otherwise
   int stage_pitch;                  // bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free
@@ -65,12 +77,13 @@ struct Fp8GemmSmemLayout {
 
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
 // with each stage.
-MOEGEMM_HD constexpr Fp8GemmSmemLayout fp8_gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
-  const bool row_scaled_b = recipe == static_cast<int>(Fp8Recipe::k1d1d);
-  Fp8GemmSmemLayout l{};
-  l.a_bytes = block_m * kFp8BlockK;
-  l.b_bytes = block_n * kFp8BlockK;
-  l.sfa_bytes = align_up(block_m * 4, 128);
+MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
+  const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
+  const bool unscaled = recipe == static_cast<int>(GemmRecipe::kBf16);
+  GemmSmemLayout l{};
+  l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
+  l.b_bytes = block_n * 128;
+  l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
   l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : 0;
   l.stage_pitch = row_scaled_b ? 0 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch;
@@ -82,7 +95,8 @@ MOEGEMM_HD constexpr Fp8GemmSmemLayout fp8_gemm_smem_layout(int block_m, int blo
   l.barrier_offset = align_up(l.d_offset + (block_m / 64) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   l.launch_bytes = l.bytes + 1024;
-  l.tx_bytes = static_cast<unsigned>(l.a_bytes + l.b_bytes + block_m * 4 + (row_scaled_b ? block_n * 4 : 0));
+  l.tx_bytes = static_cast<unsigned>(l.a_bytes + l.b_bytes + (unscaled ? 0 : block_m * 4) +
+                                     (row_scaled_b ? block_n * 4 : 0));
   return l;
 }
 

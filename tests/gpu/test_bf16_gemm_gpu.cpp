@@ -1,0 +1,170 @@
+// Device tests of the staged BF16 kernel (K-major A and B, BF16 D) through moegemm::staged (src/api/staged.hpp):
+// dense shapes with partial K blocks against the double-precision oracle, masked capacities that are not tile
+// multiples (the 8-group capacity-32 failure case of the anchor must be exact), contiguous with padding rows,
+// bitwise determinism. When these pass on a device, the public BF16 entry points switch to the kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "api/staged.hpp"
+#include "common/gpu_support.hpp"
+#include "moegemm/moegemm.hpp"
+#include "moegemm/reference.hpp"
+
+namespace moegemm {
+namespace {
+
+using testing::DeviceBuffer;
+namespace ref = reference;
+
+constexpr std::uint16_t kPoison = 0xFFFF;
+
+// Random BF16 values on the host (bits) and as doubles, uploaded to the device.
+struct Bf16Tensor {
+  std::vector<std::uint16_t> bits;
+  std::vector<double> values;
+  DeviceBuffer device;
+  Bf16Tensor(std::size_t count, std::mt19937& rng, float sigma) : bits(count), values(count) {
+    std::normal_distribution<float> dist(0.0f, sigma);
+    for (std::size_t i = 0; i < count; ++i) {
+      bits[i] = ref::float_to_bf16(dist(rng));
+      values[i] = ref::bf16_to_float(bits[i]);
+    }
+    device = DeviceBuffer(count * 2);
+    device.upload(bits);
+  }
+};
+
+void expect_rows(const std::vector<std::uint16_t>& got, const ref::GroupedResult& want, std::int64_t n,
+                 const char* what) {
+  std::vector<double> g, w;
+  long long unwritten = 0, stray = 0;
+  for (std::size_t r = 0; r < want.written.size(); ++r) {
+    for (std::int64_t c = 0; c < n; ++c) {
+      const std::uint16_t bits = got[r * n + c];
+      if (want.written[r]) {
+        if (bits == kPoison) ++unwritten;
+        g.push_back(ref::bf16_to_float(bits));
+        w.push_back(want.d[r * n + c]);
+      } else if (bits != kPoison) {
+        ++stray;
+      }
+    }
+  }
+  EXPECT_EQ(unwritten, 0) << what;
+  EXPECT_EQ(stray, 0) << what << ": writes outside the valid rows";
+  if (!g.empty()) EXPECT_LT(ref::calc_diff(g.data(), w.data(), g.size()), 1e-5) << what;
+}
+
+TEST(Bf16StagedGpu, DenseMatchesOracleAndRepeatsBitwise) {
+  MOEGEMM_REQUIRE_GPU();
+  struct Shape {
+    int m, n, k;
+  };
+  for (const Shape s : {Shape{1, 2112, 7168}, Shape{129, 576, 2112}, Shape{1000, 256, 7168}, Shape{64, 4096, 576},
+                        Shape{300, 136, 136}}) {
+    std::mt19937 rng(static_cast<unsigned>(s.m * 3 + s.n + s.k));
+    Bf16Tensor a(static_cast<std::size_t>(s.m) * s.k, rng, 1.0f), b(static_cast<std::size_t>(s.n) * s.k, rng, 0.5f);
+    DeviceBuffer d(static_cast<std::size_t>(s.m) * s.n * 2);
+    const TensorView av = TensorView::contiguous(a.device.get(), DType::kBFloat16, {s.m, s.k});
+    const TensorView bv = TensorView::contiguous(b.device.get(), DType::kBFloat16, {s.n, s.k});
+    const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
+    const auto want = ref::gemm(s.m, s.n, s.k, ref::MatrixRef::row_major(a.values.data(), s.k),
+                                ref::MatrixRef::row_major(b.values.data(), s.k));
+    std::vector<std::uint16_t> first;
+    for (int rep = 0; rep < 3; ++rep) {
+      d.fill_bytes(0xFF);
+      staged::bf16_gemm(av, bv, dv, nullptr, nullptr);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(s.m) * s.n);
+      if (rep == 0) {
+        expect_rows(got, ref::GroupedResult{want, std::vector<std::uint8_t>(s.m, 1)}, s.n, "bf16 dense");
+        first = got;
+      }
+      EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2));
+    }
+    EXPECT_TRUE(d.guard_intact());
+  }
+}
+
+void run_masked(int groups, int cap, int n, int k, const std::vector<int>& counts, std::mt19937& rng,
+                const char* what) {
+  Bf16Tensor a(static_cast<std::size_t>(groups) * cap * k, rng, 1.0f);
+  Bf16Tensor b(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);
+  DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2), cnt(groups * sizeof(int));
+  d.fill_bytes(0xFF);
+  cnt.upload(counts);
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  staged::m_grouped_bf16_gemm_masked(TensorView::contiguous(a.device.get(), DType::kBFloat16, {groups, cap, k}),
+                                     TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
+                                     TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout,
+                                     nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(a.values.data(), k), cap * k},
+                                          {ref::MatrixRef::row_major(b.values.data(), k), n * k}, counts.data());
+  expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n), want, n, what);
+  EXPECT_TRUE(d.guard_intact()) << what;
+}
+
+TEST(Bf16StagedGpu, MaskedTargetsFailureCaseIsExact) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(2);
+  run_masked(8, 32, 256, 256, {0, 1, 16, 31, 32, 1, 32, 32}, rng, "8 groups x 32");
+}
+
+TEST(Bf16StagedGpu, MaskedOddCapacitiesStayInsideTheirGroup) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  for (int cap : {1, 17, 63, 65, 127, 129, 200, 257}) {
+    run_masked(4, cap, 256, 320, {cap, cap - 1 > 0 ? cap - 1 : 0, 0, cap / 2 + 1}, rng,
+               ("capacity " + std::to_string(cap)).c_str());
+  }
+}
+
+TEST(Bf16StagedGpu, ContiguousRowToGroupWithPadding) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(4);
+  const int m_total = 512, groups = 3, n = 384, k = 512;
+  std::vector<int> index(m_total, -1);
+  for (int r = 0; r < 100; ++r) index[r] = 0;
+  for (int r = 128; r < 300; ++r) index[r] = 2;
+  for (int r = 384; r < 500; ++r) index[r] = 1;
+  Bf16Tensor a(static_cast<std::size_t>(m_total) * k, rng, 1.0f),
+      b(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);
+  DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2), idx(index.size() * sizeof(int));
+  d.fill_bytes(0xFF);
+  idx.upload(index);
+  ContiguousLayout layout;
+  layout.form = ContiguousLayout::Form::kRowToGroup;
+  layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {m_total});
+  staged::m_grouped_bf16_gemm_contiguous(TensorView::contiguous(a.device.get(), DType::kBFloat16, {m_total, k}),
+                                         TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
+                                         TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout,
+                                         nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto want = ref::m_grouped_contiguous_row_to_group(
+      m_total, n, k, ref::MatrixRef::row_major(a.values.data(), k),
+      {ref::MatrixRef::row_major(b.values.data(), k), static_cast<std::int64_t>(n) * k}, groups, index.data());
+  expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n), want, n, "bf16 contiguous");
+}
+
+TEST(Bf16StagedGpu, UnsupportedFormsSayWhat) {
+  MOEGEMM_REQUIRE_GPU();
+  DeviceBuffer a(256 * 256 * 2), b(256 * 256 * 2), d(256 * 256 * 4);
+  // FP32 D is valid input but not built yet in the staged kernel.
+  try {
+    staged::bf16_gemm(TensorView::contiguous(a.get(), DType::kBFloat16, {256, 256}),
+                      TensorView::contiguous(b.get(), DType::kBFloat16, {256, 256}),
+                      TensorView::contiguous(d.get(), DType::kFloat32, {256, 256}), nullptr, nullptr);
+    ADD_FAILURE() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace moegemm
