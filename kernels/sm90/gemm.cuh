@@ -121,8 +121,9 @@ MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float
   }
 }
 
-// Epilogue for recipe (1,1,128): D = C + result in FP32 straight from the accumulators (8-byte stores of column
-// pairs), C read at the same element D is written (so C may be D), rows bounded by the scheduler's row_action.
+// Epilogue of the FP32-output recipes: D = C + result (or D = result without add_c) in FP32 straight from the
+// accumulators (8-byte stores of column pairs), C read at the same element D is written (so C may be D), rows
+// bounded by the scheduler's row_action.
 template <int kBlockN>
 MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
                                       int pass_group, bool first_pass, const float (&result)[kBlockN / 2],
@@ -134,9 +135,11 @@ MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerP
     if (col >= prob.n) continue;  // N is a multiple of 8, so col + 1 < N as well
     if (row_action(prob, w, pass_group, first_pass, row) != RowAction::kStoreAccumulator) continue;
     float* d = params.d_f32 + static_cast<long long>(row) * params.ldd + col;
-    const float* c = params.c_f32 != nullptr ? params.c_f32 + static_cast<long long>(row) * params.ldc + col : d;
-    float c0, c1;
-    asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(c0), "=f"(c1) : "l"(c) : "memory");
+    float c0 = 0.0f, c1 = 0.0f;
+    if (params.add_c) {
+      const float* c = params.c_f32 != nullptr ? params.c_f32 + static_cast<long long>(row) * params.ldc + col : d;
+      asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(c0), "=f"(c1) : "l"(c) : "memory");
+    }
     const float v0 = c0 + result[i], v1 = c1 + result[i + 1];
     asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(d), "f"(v0), "f"(v1) : "memory");
   }
@@ -158,17 +161,14 @@ struct PipelineCursor {
 // kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0>
-__global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
-    gemm_kernel(const __grid_constant__ GemmParams params) {
+__global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
-  constexpr bool kUnscaled = kRecipe == static_cast<int>(GemmRecipe::kBf16);
+  constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
+  constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
-  static_assert(kUnscaled     ? bf16_block_n_supported(kBlockN)
-                : kRowScaledB ? fp8_1d1d_block_n_supported(kBlockN)
-                              : fp8_1d2d_block_n_supported(kBlockN),
-                "block_n: see fp8_1d2d_block_n_supported / fp8_1d1d_block_n_supported (sm90/gemm_params.cuh)");
+  static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || (kKind == 0 && kClusterM == 1), "recipe (1,1,128): dense, no cluster, so far");
   static_assert(!kUnscaled || kClusterM == 1, "BF16: no cluster, so far");
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
@@ -300,8 +300,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
             mbarrier_wait(&full_bar[cur.stage], cur.phase);
             float sa_lo = 1.0f, sa_hi = 1.0f;
             if constexpr (!kUnscaled) {
-              const float* sfa =
-                  reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
+              const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
               sa_lo = sfa[warpgroup * 64 + row_lo];
               sa_hi = sfa[warpgroup * 64 + row_lo + 8];
             }
@@ -354,7 +353,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
           }
         }
 
-        if constexpr (kRowScaledB) {
+        if constexpr (kFp32Out) {
           store_fp32_with_c<kBlockN>(params, prob, w, g, first != 0, result, warpgroup * 64 + row_lo,
                                      static_cast<int>(lane % 4) * 2);
           g = following_pass_group<kLayout>(prob, w, g);

@@ -17,7 +17,15 @@ enum class GemmRecipe : int {
   kFp8_1d2d = 0,  // FP8, (1,128,128): A per row x 128 K, B per 128x128 block; BF16 D
   kFp8_1d1d = 1,  // FP8, (1,1,128): A and B per row x 128 K (weight gradients); FP32 D = C + A B^T
   kBf16 = 2,      // BF16 A and B (K-major), no scales, FP32 accumulation over all of K; BF16 D
+  kBf16Fp32 = 3,  // the same with FP32 D (= C + A B^T, or = A B^T)
 };
+
+MOEGEMM_HD constexpr bool recipe_is_bf16(int recipe) {
+  return recipe == static_cast<int>(GemmRecipe::kBf16) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32);
+}
+MOEGEMM_HD constexpr bool recipe_has_fp32_out(int recipe) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32);
+}
 
 struct GemmParams {
   SchedulerProblem problem;  // kind, G, rows (M | M_total | capacity), n, k, tile shape, band, routing
@@ -31,11 +39,12 @@ struct GemmParams {
   TmaDescriptor tma_a;    // uint8 [K, rows] (2-D) or [K, capacity, G] (3-D, masked), box {128, block_m}, 128B swizzle
   TmaDescriptor tma_b;    // uint8 [K, N, G], box {128, block_n, 1}, 128B swizzle
   TmaDescriptor tma_sfa;  // fp32 [tma_aligned(rows), kb] or [tma_aligned(capacity), G*kb] (masked), box {block_m, 1}
-  // Recipe (1,1,128) only (after the 1D2D fields, so their offsets stay put):
-  TmaDescriptor tma_sfb;  // fp32 [tma_aligned(N), kb], box {block_n, 1}: B's row scales, one TMA per stage
+  // FP32-output recipes only (after the 1D2D fields, so their offsets stay put):
+  TmaDescriptor tma_sfb;  // recipe (1,1,128): fp32 [tma_aligned(N), kb], box {block_n, 1}: B's row scales per stage
   float* d_f32;           // FP32 D, row stride ldd
-  const float* c_f32;     // FP32 C with row stride ldc (may equal d_f32); nullptr: D += A B^T (D is read)
+  const float* c_f32;     // FP32 C with row stride ldc (may equal d_f32); nullptr with add_c: C is D itself
   long long ldc;
+  int add_c;  // 1: D = C + A B^T (read C, or D when c_f32 is null); 0: D = A B^T (D is only written)
 };
 
 // Tile widths the kernel supports: multiples of 16 (WGMMA N) up to 192 (the accumulators of two copies of the
@@ -46,21 +55,20 @@ MOEGEMM_HD constexpr bool fp8_1d2d_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 192 && block_n % 16 == 0 && block_n - gcd_of(block_n, 128) <= 128;
 }
 
-// Recipe (1,1,128): multiples of 16 up to 160 (at 192 the promotion's per-column scales push the result array out
-// of registers: 384 bytes of stack in the compile check).
-MOEGEMM_HD constexpr bool fp8_1d1d_block_n_supported(int block_n) {
+// Recipes with FP32 output: multiples of 16 up to 160 (at 192 the result array, with the per-column scales or the
+// FP32 epilogue, no longer stays in registers: 384 bytes of stack in the compile check).
+MOEGEMM_HD constexpr bool fp32_out_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 160 && block_n % 16 == 0;
 }
 
-// BF16: multiples of 16 up to 192 (no scale blocks to respect; the accumulators and the result they are copied to
-// for the epilogue must fit in registers).
+// BF16 with BF16 output: multiples of 16 up to 192 (no scale blocks to respect).
 MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 192 && block_n % 16 == 0;
 }
 
 // Elements of K per pipeline stage: every stage row is 128 bytes (one 128-byte swizzle atom), so 128 FP8 values
 // (one scale block) or 64 BF16 values.
-MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe == static_cast<int>(GemmRecipe::kBf16) ? 64 : kFp8BlockK; }
+MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }
 
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
 // kStages x [A tile | B tile | A scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
@@ -79,13 +87,14 @@ struct GemmSmemLayout {
 // with each stage.
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
-  const bool unscaled = recipe == static_cast<int>(GemmRecipe::kBf16);
+  const bool unscaled = recipe_is_bf16(recipe);
+  const bool fp32_out = recipe_has_fp32_out(recipe);
   GemmSmemLayout l{};
   l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
   l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : 0;
-  l.stage_pitch = row_scaled_b ? 0 : block_n * 2 + 16;
+  l.stage_pitch = fp32_out ? 0 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch;
   l.a_offset = 0;
   l.b_offset = l.a_offset + stages * l.a_bytes;
@@ -95,9 +104,16 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.barrier_offset = align_up(l.d_offset + (block_m / 64) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   l.launch_bytes = l.bytes + 1024;
-  l.tx_bytes = static_cast<unsigned>(l.a_bytes + l.b_bytes + (unscaled ? 0 : block_m * 4) +
-                                     (row_scaled_b ? block_n * 4 : 0));
+  l.tx_bytes =
+      static_cast<unsigned>(l.a_bytes + l.b_bytes + (unscaled ? 0 : block_m * 4) + (row_scaled_b ? block_n * 4 : 0));
   return l;
+}
+
+// The tile widths a recipe's kernel supports (the planner's candidates and the kernel's static check).
+MOEGEMM_HD constexpr bool gemm_block_n_supported(int recipe, int block_n) {
+  return recipe_has_fp32_out(recipe) ? fp32_out_block_n_supported(block_n)
+         : recipe_is_bf16(recipe)    ? bf16_block_n_supported(block_n)
+                                     : fp8_1d2d_block_n_supported(block_n);
 }
 
 }  // namespace moegemm::kernels::sm90

@@ -151,34 +151,42 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
   // C distinct from D is read where D is written; C aliasing D, or no C (D += A B^T), reads D itself.
   l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
   l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
+  l.add_c = true;
   launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
 }
 
 namespace {
 
-// The staged BF16 kernel: K-major A and B (the NT form), BF16 D, no C.
+// The staged BF16 kernel: K-major A and B (the NT form); BF16 D without C, or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
-  if (p.a.major != validate::Major::kK || p.b.major != validate::Major::kK || p.d.dtype != DType::kBFloat16 ||
-      p.has_c) {
+  if (p.a.major != validate::Major::kK || p.b.major != validate::Major::kK ||
+      (p.d.dtype == DType::kBFloat16 && p.has_c)) {
     throw Error(ErrorCode::kUnsupported,
-                "the BF16 kernel takes K-major A and B, a BF16 D and no C so far (MN-major operands, FP32 D and C "
-                "are not built yet)");
+                "the BF16 kernel takes K-major A and B, and C only with an FP32 D, so far (MN-major operands and "
+                "BF16 accumulation into C are not built yet)");
   }
   if (p.empty) return;
   const int sms = resolve_num_sms(p.max_sms);
-  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16);
+  const bool fp32_out = p.d.dtype == DType::kFloat32;
+  const int kRecipe =
+      static_cast<int>(fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16);
   KernelConfig config;
   if (p.config != nullptr) {
     config = *p.config;
-    plan::check_bf16_config(config);
+    plan::check_bf16_config(config, fp32_out);
     config.math_warpgroups = config.block_m / 64;
     config.num_sms = sms;
     config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, kRecipe);
   } else {
-    config = plan::choose_bf16_config(shape_hint(p), sms);
+    config = plan::choose_bf16_config(shape_hint(p), sms, fp32_out);
   }
   launch::Fp8GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
+  if (fp32_out) {
+    l.add_c = p.has_c || p.accumulate_into_d;
+    l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
+    l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
+  }
   launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
 }
 

@@ -76,10 +76,11 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   p.sfb_n_stride = a.sfb_n_stride;
   p.sfb_k_stride = a.sfb_k_stride;
   const bool row_scaled_b = a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
-  if (row_scaled_b) {
+  if (kernels::sm90::recipe_has_fp32_out(a.recipe)) {
     p.d_f32 = static_cast<float*>(a.d);
     p.c_f32 = a.c;
     p.ldc = a.ldc;
+    p.add_c = a.add_c ? 1 : 0;
   } else {
     p.d = static_cast<unsigned short*>(a.d);
   }
@@ -91,7 +92,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   ta.what = "a.data";
   ta.base = a.a;
   // Operand bytes per element and K per stage: FP8 1 and 128, BF16 2 and 64 (both 128-byte stage rows).
-  const bool bf16 = a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16);
+  const bool bf16 = kernels::sm90::recipe_is_bf16(a.recipe);
   const std::uint64_t esize = bf16 ? 2 : 1;
   const std::uint32_t stage_k = static_cast<std::uint32_t>(kernels::sm90::stage_k(a.recipe));
   ta.element = bf16 ? TmaElement::kBFloat16 : TmaElement::kUint8;

@@ -34,11 +34,12 @@ struct Fp8GemmLaunch {
   void* d = nullptr;
   std::int64_t ldd = 0, d_group_stride = 0;
   const int* routing = nullptr;
-  // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart) and FP32 C (nullptr: D += A B^T).
+  // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart). FP32-output recipes: C.
   int recipe = 0;  // kernels::sm90::GemmRecipe
   std::int64_t sfb_mn_stride = 0;
   const float* c = nullptr;
   std::int64_t ldc = 0;
+  bool add_c = false;  // FP32-output recipes: D = C + A B^T (C = c, or D itself when c is null); else D = A B^T
 };
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is

@@ -42,7 +42,7 @@ int fp8_1d2d_smem_bytes(const KernelConfig& c, int recipe) {
 
 double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
   // BF16 runs at half the FP8 tensor rate and moves two bytes per element, 64 of K per stage.
-  const bool bf16 = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16);
+  const bool bf16 = kernels::sm90::recipe_is_bf16(recipe);
   const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
   const double esize = bf16 ? 2.0 : 1.0;
   // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty) and loads half of B.
@@ -68,7 +68,6 @@ double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int
 namespace {
 
 KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster, int recipe) {
-  const bool row_scaled_b = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -77,10 +76,7 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
       for (int bn : kBlockNs) {
-        const bool supported = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16)
-                                   ? kernels::sm90::bf16_block_n_supported(bn)
-                               : row_scaled_b ? kernels::sm90::fp8_1d1d_block_n_supported(bn)
-                                              : kernels::sm90::fp8_1d2d_block_n_supported(bn);
+        const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
         if (!supported) continue;
         const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
@@ -111,8 +107,9 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
   return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 
-KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms) {
-  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(kernels::sm90::GemmRecipe::kBf16));
+KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out) {
+  const auto recipe = fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16;
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe));
 }
 
 KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms) {
@@ -141,15 +138,15 @@ void check_common(const KernelConfig& c, int recipe) {
 
 }  // namespace
 
-void check_bf16_config(const KernelConfig& c) {
+void check_bf16_config(const KernelConfig& c, bool fp32_out) {
   if (!kernels::sm90::bf16_block_n_supported(c.block_n))
     config_fail("block_n must be a multiple of 16 in [16, 192]", c);
   if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("BF16 runs without clusters (1x1) so far", c);
-  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kBf16));
+  check_common(c, static_cast<int>(fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16));
 }
 
 void check_fp8_1d1d_config(const KernelConfig& c) {
-  if (!kernels::sm90::fp8_1d1d_block_n_supported(c.block_n)) {
+  if (!kernels::sm90::fp32_out_block_n_supported(c.block_n)) {
     config_fail("block_n must be a multiple of 16 in [16, 160] for recipe (1,1,128)", c);
   }
   if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("recipe (1,1,128) runs without clusters (1x1)", c);

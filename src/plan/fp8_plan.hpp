@@ -26,12 +26,12 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
 KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms);
 
 // BF16 (K-major A and B, no scales): the same model at the BF16 rate over the tiles that kernel supports.
-KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms);
+KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out = false);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
 void check_fp8_1d1d_config(const KernelConfig& config);
-void check_bf16_config(const KernelConfig& config);
+void check_bf16_config(const KernelConfig& config, bool fp32_out = false);
 
 // Dynamic shared memory a configuration launches with.
 // recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).

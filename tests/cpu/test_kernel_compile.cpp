@@ -33,7 +33,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   } else if (c.recipe == 1) {
     plan::check_fp8_1d1d_config(cfg);
   } else {
-    plan::check_bf16_config(cfg);
+    plan::check_bf16_config(cfg, c.recipe == 3);
   }
   const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout, c.recipe);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
@@ -46,6 +46,9 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   // A few bytes of stack for the producer's scheduler state are tolerated (it runs with 40 registers); the
   // accumulators must never go to local memory, which would show as hundreds of bytes.
   EXPECT_LE(bin.usage.spill_store_bytes, 64) << spec.name << "\n" << bin.log;
+  // An accumulator array placed in local memory shows as stack without spills (seen at block_n 192 with the
+  // per-column promotion): bound the stack frame too.
+  EXPECT_LE(bin.usage.local_bytes, 64) << spec.name << "\n" << bin.log;
   RecordProperty("registers", bin.usage.registers);
   RecordProperty("spill_stores", bin.usage.spill_store_bytes);
   RecordProperty("compile_ms", static_cast<int>(bin.compile_ms));
@@ -64,7 +67,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{64, 64, launch::Fp8Layout::kDense, 1, 1},
                       // BF16 (staged): dense, masked and row-to-group.
                       Case{128, 192, launch::Fp8Layout::kDense, 1, 2}, Case{128, 128, launch::Fp8Layout::kMasked, 1, 2},
-                      Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2}),
+                      Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2},
+                      Case{128, 160, launch::Fp8Layout::kDense, 1, 3}, Case{64, 128, launch::Fp8Layout::kDense, 1, 3}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

@@ -152,17 +152,62 @@ TEST(Bf16StagedGpu, ContiguousRowToGroupWithPadding) {
   expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n), want, n, "bf16 contiguous");
 }
 
+TEST(Bf16StagedGpu, Fp32OutputWithAndWithoutC) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 333, n = 272, k = 1000;
+  std::mt19937 rng(11);
+  Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> c_host(static_cast<std::size_t>(m) * n);
+  for (auto& v : c_host) v = dist(rng);
+  std::vector<double> c_ref(c_host.begin(), c_host.end());
+  const TensorView av = TensorView::contiguous(a.device.get(), DType::kBFloat16, {m, k});
+  const TensorView bv = TensorView::contiguous(b.device.get(), DType::kBFloat16, {n, k});
+  const auto ar = ref::MatrixRef::row_major(a.values.data(), k);
+  const auto br = ref::MatrixRef::row_major(b.values.data(), k);
+  DeviceBuffer d(c_host.size() * 4), c(c_host.size() * 4);
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
+  const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
+  auto check = [&](const std::vector<double>& want, const char* what) {
+    const auto got = d.download_as<float>(c_host.size());
+    std::vector<double> g(got.begin(), got.end());
+    for (float v : got) ASSERT_FALSE(std::isnan(v)) << what << ": unwritten element";
+    EXPECT_LT(ref::calc_diff(g.data(), want.data(), g.size()), 1e-6) << what;
+    EXPECT_TRUE(d.guard_intact()) << what;
+  };
+  // No C: D = A B^T, D only written.
+  d.fill_bytes(0xFF);
+  staged::bf16_gemm(av, bv, dv, nullptr, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  check(ref::gemm(m, n, k, ar, br), "fp32 D, no C");
+  // C distinct from D.
+  c.upload(c_host);
+  d.fill_bytes(0xFF);
+  staged::bf16_gemm(av, bv, dv, &cv, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  check(ref::gemm(m, n, k, ar, br, c_ref.data()), "fp32 D, C distinct");
+  // C aliasing D.
+  d.upload(c_host);
+  staged::bf16_gemm(av, bv, dv, &dv, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  check(ref::gemm(m, n, k, ar, br, c_ref.data()), "fp32 D, C aliasing D");
+}
+
 TEST(Bf16StagedGpu, UnsupportedFormsSayWhat) {
   MOEGEMM_REQUIRE_GPU();
-  DeviceBuffer a(256 * 256 * 2), b(256 * 256 * 2), d(256 * 256 * 4);
-  // FP32 D is valid input but not built yet in the staged kernel.
-  try {
-    staged::bf16_gemm(TensorView::contiguous(a.get(), DType::kBFloat16, {256, 256}),
-                      TensorView::contiguous(b.get(), DType::kBFloat16, {256, 256}),
-                      TensorView::contiguous(d.get(), DType::kFloat32, {256, 256}), nullptr, nullptr);
-    ADD_FAILURE() << "expected kUnsupported";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+  DeviceBuffer a(256 * 256 * 2), b(256 * 256 * 2), d(256 * 256 * 2);
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {256, 256});
+  // BF16 D with C (a BF16 accumulation) and MN-major A are valid input, not built yet in the staged kernel.
+  for (int which = 0; which < 2; ++which) {
+    try {
+      const TensorView av = which == 0 ? TensorView::contiguous(a.get(), DType::kBFloat16, {256, 256})
+                                       : TensorView::strided(a.get(), DType::kBFloat16, {256, 256}, {1, 256});
+      staged::bf16_gemm(av, TensorView::contiguous(b.get(), DType::kBFloat16, {256, 256}), dv,
+                        which == 0 ? &dv : nullptr, nullptr);
+      ADD_FAILURE() << "expected kUnsupported";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    }
   }
 }
 
