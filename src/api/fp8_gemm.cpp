@@ -33,6 +33,17 @@ int resolve_num_sms(int requested) {
 
 bool resolve_pdl(int requested) { return requested < 0 ? get_pdl() : requested != 0; }
 
+// The caller's configuration override, checked by `check` and completed (warpgroups, SMs, shared memory).
+template <typename Check>
+KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe, Check check) {
+  KernelConfig config = requested;
+  check(config);
+  config.math_warpgroups = config.block_m / 64;
+  config.num_sms = sms;
+  config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, recipe);
+  return config;
+}
+
 launch::Fp8GemmLaunch to_launch(const validate::GemmProblem& p) {
   launch::Fp8GemmLaunch l;
   switch (p.layout) {
@@ -93,16 +104,14 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   const int sms = resolve_num_sms(p.max_sms);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = *p.config;
-    plan::check_fp8_1d2d_config(config);
-    if (config.cluster_m > 1 && p.layout == validate::Layout::kContiguousRowToGroup) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "options.config: the row-to-group contiguous layout runs without clusters (cluster_m = 1), got " +
-                      config.to_string());
-    }
-    config.math_warpgroups = config.block_m / 64;
-    config.num_sms = sms;
-    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config);
+    config = checked_override(*p.config, sms, 0, [&](const KernelConfig& c) {
+      plan::check_fp8_1d2d_config(c);
+      if (c.cluster_m > 1 && p.layout == validate::Layout::kContiguousRowToGroup) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "options.config: the row-to-group contiguous layout runs without clusters (cluster_m = 1), got " +
+                        c.to_string());
+      }
+    });
   } else {
     // Clusters are opt-in (options.config) until they pay: measured 0.55x of the same tiles without a cluster
     // (docs/results/2026-12-02-bench-2.md).
@@ -137,11 +146,8 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
   const int sms = resolve_num_sms(p.max_sms);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = *p.config;
-    plan::check_fp8_1d1d_config(config);
-    config.math_warpgroups = config.block_m / 64;
-    config.num_sms = sms;
-    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
+    config = checked_override(*p.config, sms, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d),
+                              [](const KernelConfig& c) { plan::check_fp8_1d1d_config(c); });
   } else {
     config = plan::choose_fp8_1d1d_config(shape_hint(p), sms);
   }
@@ -172,11 +178,8 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
       static_cast<int>(fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = *p.config;
-    plan::check_bf16_config(config, fp32_out);
-    config.math_warpgroups = config.block_m / 64;
-    config.num_sms = sms;
-    config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, kRecipe);
+    config =
+        checked_override(*p.config, sms, kRecipe, [&](const KernelConfig& c) { plan::check_bf16_config(c, fp32_out); });
   } else {
     config = plan::choose_bf16_config(shape_hint(p), sms, fp32_out);
   }

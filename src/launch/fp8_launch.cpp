@@ -121,31 +121,24 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   tb.box[0] = stage_k, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
   p.tma_b = make_tma_descriptor(tb);
 
+  // Scales read by TMA: MN-major FP32 [k-blocks][mn_stride], one box of `box_mn` entries per stage.
+  auto scale_descriptor = [](const char* what, const float* base, std::int64_t mn_stride, std::uint64_t k_rows,
+                             int box_mn) {
+    TmaSpec t;
+    t.what = what;
+    t.base = base;
+    t.element = TmaElement::kFloat32;
+    t.rank = 2;
+    t.dims[0] = mn_stride, t.dims[1] = k_rows;
+    t.strides_bytes[0] = mn_stride * 4;
+    t.box[0] = static_cast<std::uint32_t>(box_mn), t.box[1] = 1;
+    return make_tma_descriptor(t);
+  };
   if (!bf16) {
-    TmaSpec ts;
-    ts.what = "a.scales";
-    ts.base = a.sfa;
-    ts.element = TmaElement::kFloat32;
-    ts.rank = 2;
-    ts.dims[0] = a.sfa_mn_stride;
-    ts.dims[1] = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
-    ts.strides_bytes[0] = a.sfa_mn_stride * 4;
-    ts.box[0] = c.block_m, ts.box[1] = 1;
-    p.tma_sfa = make_tma_descriptor(ts);
+    const std::uint64_t k_rows = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
+    p.tma_sfa = scale_descriptor("a.scales", a.sfa, a.sfa_mn_stride, k_rows, c.block_m);
   }
-
-  if (row_scaled_b) {
-    TmaSpec tsb;
-    tsb.what = "b.scales";
-    tsb.base = a.sfb;
-    tsb.element = TmaElement::kFloat32;
-    tsb.rank = 2;
-    tsb.dims[0] = a.sfb_mn_stride;
-    tsb.dims[1] = num_kb;
-    tsb.strides_bytes[0] = a.sfb_mn_stride * 4;
-    tsb.box[0] = c.block_n, tsb.box[1] = 1;
-    p.tma_sfb = make_tma_descriptor(tsb);
-  }
+  if (row_scaled_b) p.tma_sfb = scale_descriptor("b.scales", a.sfb, a.sfb_mn_stride, num_kb, c.block_n);
 
   const long long items = kernels::max_work_items(prob);
   if (items == 0) return;
