@@ -6,6 +6,7 @@
 #include <string>
 
 #include "moegemm/moegemm.hpp"
+#include "api/staged.hpp"
 #include "plan/fp8_plan.hpp"
 #include "sm90/gemm_params.cuh"
 
@@ -87,6 +88,50 @@ TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace moegemm
+
+namespace moegemm {
+namespace {
+
+// The staged kernels (src/api/staged.hpp) validate like the public entry points, say which forms they do not
+// build yet, and stop at "no CUDA device" only after that.
+TEST(StagedEntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
+  if (device_info().available) GTEST_SKIP() << "a CUDA device is present: fake pointers must not reach it";
+  void* fake = reinterpret_cast<void*>(0x100000);
+  const TensorView a = TensorView::contiguous(fake, DType::kBFloat16, {256, 512});
+  const TensorView a_mn = TensorView::strided(fake, DType::kBFloat16, {256, 512}, {1, 256});
+  const TensorView b = TensorView::contiguous(fake, DType::kBFloat16, {384, 512});
+  const TensorView d = TensorView::contiguous(fake, DType::kBFloat16, {256, 384});
+  const TensorView d32 = TensorView::contiguous(fake, DType::kFloat32, {256, 384});
+  auto code_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kInternal;  // no error at all: the test fails below
+  };
+  EXPECT_EQ(code_of([&] { staged::bf16_gemm(a_mn, b, d, nullptr, nullptr); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { staged::bf16_gemm(a, b, d, &d, nullptr); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { staged::bf16_gemm(a, b, d, nullptr, nullptr); }), ErrorCode::kNoDevice);
+  EXPECT_EQ(code_of([&] { staged::bf16_gemm(a, b, d32, &d32, nullptr); }), ErrorCode::kNoDevice);
+
+  const int m = 256, n = 384, k = 512;
+  Fp8Operand fa{TensorView::contiguous(fake, DType::kFloat8E4M3, {m, k}),
+                TensorView::strided(fake, DType::kFloat32, {m, k / 128}, {1, m})};
+  Fp8Operand fb{TensorView::contiguous(fake, DType::kFloat8E4M3, {n, k}),
+                TensorView::strided(fake, DType::kFloat32, {n, k / 128}, {1, n})};
+  GemmOptions wgrad;
+  wgrad.recipe = kRecipe1x1x128;
+  EXPECT_EQ(code_of([&] { staged::fp8_gemm_nt_1d1d(fa, fb, d32, &d32, nullptr, wgrad); }), ErrorCode::kNoDevice);
+  EXPECT_EQ(code_of([&] { staged::fp8_gemm_nt_1d1d(fa, fb, d, nullptr, nullptr, wgrad); }),
+            ErrorCode::kInvalidArgument);  // BF16 D: recipe (1,1,128) writes FP32
+  // The public entry points stay off until the device tests have passed.
+  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, nullptr, nullptr); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { fp8_gemm_nt_1d1d(fa, fb, d32, &d32, nullptr, wgrad); }), ErrorCode::kUnsupported);
 }
 
 }  // namespace
