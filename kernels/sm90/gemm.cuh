@@ -160,7 +160,10 @@ struct PipelineCursor {
 
 // kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
-template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0>
+// kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
+// MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
+// by WGMMA with the transpose flag.
+template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0>
 __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
@@ -171,6 +174,12 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || (kKind == 0 && kClusterM == 1), "recipe (1,1,128): dense, no cluster, so far");
   static_assert(!kUnscaled || kClusterM == 1, "BF16: no cluster, so far");
+  constexpr bool kMnMajorA = (kMnMajor & 1) != 0;
+  constexpr bool kMnMajorB = (kMnMajor & 2) != 0;
+  constexpr u32 kMnChunkBytes = 64 * 128;  // one [64 K rows][64 MN values] BF16 box
+  static_assert(kMnMajor == 0 || kUnscaled, "MN-major operands: BF16 only (FP8 WGMMA reads K-major operands)");
+  static_assert(!kMnMajorA || kKind == static_cast<int>(GroupedKind::kDense), "MN-major A: dense only");
+  static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
   constexpr int kMathWGs = kBlockM / 64;
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
@@ -239,7 +248,14 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 tma_load_3d(a_dst, &params.tma_a, bar, kb * kStageK, row_in_group, g);
                 if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
               } else {
-                tma_load_2d(a_dst, &params.tma_a, bar, kb * kStageK, w.a_row);
+                if constexpr (kMnMajorA) {
+#pragma unroll
+                  for (int c = 0; c < kBlockM / 64; ++c) {
+                    tma_load_2d(a_dst + c * kMnChunkBytes, &params.tma_a, bar, w.a_row + 64 * c, kb * kStageK);
+                  }
+                } else {
+                  tma_load_2d(a_dst, &params.tma_a, bar, kb * kStageK, w.a_row);
+                }
                 if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
               }
               // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches its
@@ -249,7 +265,14 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kRowBytes, &params.tma_b, bar, 0x3, kb * kStageK,
                                       w.n_begin + static_cast<int>(cluster_rank) * kHalf, g);
               } else {
-                tma_load_3d(b_dst, &params.tma_b, bar, kb * kStageK, w.n_begin, g);
+                if constexpr (kMnMajorB) {
+#pragma unroll
+                  for (int c = 0; c < kBlockN / 64; ++c) {
+                    tma_load_3d(b_dst + c * kMnChunkBytes, &params.tma_b, bar, w.n_begin + 64 * c, kb * kStageK, g);
+                  }
+                } else {
+                  tma_load_3d(b_dst, &params.tma_b, bar, kb * kStageK, w.n_begin, g);
+                }
               }
               if constexpr (kRowScaledB) {
                 tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin, kb);
@@ -307,8 +330,16 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             const unsigned char* a_tile =
                 smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kRowBytes;
             const unsigned char* b_tile = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
-            const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
-            const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
+            // K-major: the next 32 bytes of K are +2 in the address field; MN-major: the next 16 K rows are +128.
+            const u64 desc_a =
+                kMnMajorA
+                    ? make_smem_desc_mnmajor_sw128(
+                          smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * kMnChunkBytes, kMnChunkBytes)
+                    : make_smem_desc_kmajor_sw128(a_tile);
+            const u64 desc_b =
+                kMnMajorB ? make_smem_desc_mnmajor_sw128(b_tile, kMnChunkBytes) : make_smem_desc_kmajor_sw128(b_tile);
+            constexpr u64 kStepA = kMnMajorA ? (16 * 128) >> 4 : 2;
+            constexpr u64 kStepB = kMnMajorB ? (16 * 128) >> 4 : 2;
             fence_registers(acc);
             wgmma_fence();
 #pragma unroll
@@ -317,7 +348,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               // the descriptor's address field. FP8 starts a fresh accumulator per K block (it is promoted with
               // that block's scales); BF16 accumulates over all of K.
               if constexpr (kUnscaled) {
-                wgmma_bf16<kBlockN, 0, 0>(acc, desc_a + kk * 2, desc_b + kk * 2, (kb > 0 || kk > 0) ? 1 : 0);
+                wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(
+                    acc, desc_a + kk * kStepA, desc_b + kk * kStepB, (kb > 0 || kk > 0) ? 1 : 0);
               } else {
                 wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
               }

@@ -161,6 +161,20 @@ MOEGEMM_DEVICE u64 make_smem_desc_kmajor_sw128(const void* tile) {
   return desc;
 }
 
+// Descriptor for an MN-major tile written by TMA with 128-byte swizzling, as boxes of [64 K rows][64 MN values]
+// (128 bytes of MN per row): 8-row (1024-byte) swizzle atoms follow each other along K (stride byte offset 1024),
+// and the next 64-value chunk of MN starts `chunk_bytes` further (leading byte offset). Advancing K by 16 rows (one
+// BF16 WGMMA) is a start-address offset of 16 * 128 bytes.
+MOEGEMM_DEVICE u64 make_smem_desc_mnmajor_sw128(const void* tile, u32 chunk_bytes) {
+  const u64 addr = smem_addr(tile);
+  u64 desc = 0;
+  desc |= (addr & 0x3FFFFull) >> 4;                  // bits 0-13: start address >> 4
+  desc |= (u64)((chunk_bytes >> 4) & 0x3FFF) << 16;  // bits 16-29: leading byte offset >> 4 (next MN chunk)
+  desc |= (u64)(1024 >> 4) << 32;                    // bits 32-45: stride byte offset >> 4 (next 8 K rows)
+  desc |= (u64)1 << 62;                              // bits 62-63: swizzle mode 1 = 128-byte
+  return desc;
+}
+
 // ---- Conversions --------------------------------------------------------------------------------------------------
 // Two floats to packed bf16x2 (round to nearest even); `lo` lands in the low half (the lower address).
 MOEGEMM_DEVICE u32 pack_bf16x2(float lo, float hi) {

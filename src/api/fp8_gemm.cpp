@@ -163,14 +163,14 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
 
 namespace {
 
-// The staged BF16 kernel: K-major A and B (the NT form); BF16 D without C, or FP32 D with or without C.
+// The staged BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D without C,
+// or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
-  if (p.a.major != validate::Major::kK || p.b.major != validate::Major::kK ||
-      (p.d.dtype == DType::kBFloat16 && p.has_c)) {
+  if (p.d.dtype == DType::kBFloat16 && p.has_c) {
     throw Error(ErrorCode::kUnsupported,
-                "the BF16 kernel takes K-major A and B, and C only with an FP32 D, so far (MN-major operands and "
-                "BF16 accumulation into C are not built yet)");
+                "the BF16 kernel takes C only with an FP32 D so far (BF16 accumulation into C is not built yet)");
   }
+  const int mn_major = (p.a.major == validate::Major::kMN ? 1 : 0) | (p.b.major == validate::Major::kMN ? 2 : 0);
   if (p.empty) return;
   const int sms = resolve_num_sms(p.max_sms);
   const bool fp32_out = p.d.dtype == DType::kFloat32;
@@ -178,13 +178,19 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
       static_cast<int>(fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16);
   KernelConfig config;
   if (p.config != nullptr) {
-    config =
-        checked_override(*p.config, sms, kRecipe, [&](const KernelConfig& c) { plan::check_bf16_config(c, fp32_out); });
+    config = checked_override(*p.config, sms, kRecipe, [&](const KernelConfig& c) {
+      plan::check_bf16_config(c, fp32_out);
+      if ((mn_major & 2) && c.block_n % 64 != 0) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "options.config: an MN-major B needs block_n a multiple of 64, got " + c.to_string());
+      }
+    });
   } else {
-    config = plan::choose_bf16_config(shape_hint(p), sms, fp32_out);
+    config = plan::choose_bf16_config(shape_hint(p), sms, fp32_out, (mn_major & 2) ? 64 : 16);
   }
   launch::Fp8GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
+  l.mn_major = mn_major;
   if (fp32_out) {
     l.add_c = p.has_c || p.accumulate_into_d;
     l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;

@@ -12,8 +12,9 @@ namespace moegemm::staged {
 void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c,
                       Stream stream, const GemmOptions& options = {});
 
-// BF16 with K-major A and B, BF16 D and no C (the NT form), in every M-grouped layout; other majors, FP32 D and C
-// throw ErrorCode::kUnsupported. Same arguments as the entry points of gemm.hpp.
+// BF16 with A and B each K-major or MN-major (the NT, NN, TN and TT forms; grouped: B either way), BF16 D without
+// C or FP32 D with or without C (C may alias D), in every M-grouped layout; BF16 D with C throws
+// ErrorCode::kUnsupported. Same arguments as the entry points of gemm.hpp.
 void bf16_gemm(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c, Stream stream,
                const GemmOptions& options = {});
 void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, const TensorView& d,

@@ -31,19 +31,19 @@ bool launch_verbose() {
 
 }  // namespace
 
-std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout, int recipe) {
+std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout, int recipe, int mn_major) {
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
-         std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe);
+         std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major);
 }
 
-jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout, int recipe) {
+jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout, int recipe, int mn_major) {
   jit::KernelSpec spec;
-  spec.name = fp8_1d2d_kernel_key(c, layout, recipe);
+  spec.name = fp8_1d2d_kernel_key(c, layout, recipe, mn_major);
   spec.name_expression = "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " +
                          std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
                          std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ", " +
-                         std::to_string(recipe) + ">";
+                         std::to_string(recipe) + ", " + std::to_string(mn_major) + ">";
   spec.source = "#include \"sm90/gemm.cuh\"\n";
   return spec;
 }
@@ -105,8 +105,10 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
     ta.rank = 2;
     ta.dims[0] = a.k, ta.dims[1] = a.rows;
     ta.strides_bytes[0] = a.lda * esize;
+    if (a.mn_major & 1) ta.dims[0] = a.rows, ta.dims[1] = a.k;  // [K, M] storage: M is the contiguous dim
   }
   ta.box[0] = stage_k, ta.box[1] = c.block_m, ta.box[2] = 1;
+  if (a.mn_major & 1) ta.box[0] = 64, ta.box[1] = stage_k;  // [64 K][64 M] boxes, block_m / 64 per stage
   p.tma_a = make_tma_descriptor(ta);
 
   TmaSpec tb;
@@ -119,6 +121,10 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   tb.strides_bytes[0] = a.ldb * esize;
   tb.strides_bytes[1] = (a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n) * esize;
   tb.box[0] = stage_k, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
+  if (a.mn_major & 2) {  // [G][K, N] storage, N contiguous: [64 K][64 N] boxes, block_n / 64 per stage
+    tb.dims[0] = a.n, tb.dims[1] = a.k;
+    tb.box[0] = 64, tb.box[1] = stage_k;
+  }
   p.tma_b = make_tma_descriptor(tb);
 
   // Scales read by TMA: MN-major FP32 [k-blocks][mn_stride], one box of `box_mn` entries per stage.
@@ -144,7 +150,8 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   if (items == 0) return;
 
   const jit::Kernel& kernel = jit::get_kernel(
-      fp8_1d2d_kernel_key(c, a.layout, a.recipe), [&] { return fp8_1d2d_kernel_spec(c, a.layout, a.recipe); }, stream);
+      fp8_1d2d_kernel_key(c, a.layout, a.recipe, a.mn_major),
+      [&] { return fp8_1d2d_kernel_spec(c, a.layout, a.recipe, a.mn_major); }, stream);
   jit::LaunchConfig lc{};
   lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;

@@ -39,13 +39,15 @@ struct Fp8GemmLaunch {
   std::int64_t sfb_mn_stride = 0;
   const float* c = nullptr;
   std::int64_t ldc = 0;
-  bool add_c = false;  // FP32-output recipes: D = C + A B^T (C = c, or D itself when c is null); else D = A B^T
+  bool add_c = false;
+  int mn_major = 0;  // BF16: bit 0 = A is MN-major ([K, M], lda between K rows), bit 1 = B is MN-major ([G][K, N])  //
+                     // FP32-output recipes: D = C + A B^T (C = c, or D itself when c is null); else D = A B^T
 };
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
 // a short string that determines the source, so a hit never hashes sources). Exposed for compile checks.
-std::string fp8_1d2d_kernel_key(const KernelConfig& config, Fp8Layout layout, int recipe = 0);
-jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& config, Fp8Layout layout, int recipe = 0);
+std::string fp8_1d2d_kernel_key(const KernelConfig& config, Fp8Layout layout, int recipe = 0, int mn_major = 0);
+jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& config, Fp8Layout layout, int recipe = 0, int mn_major = 0);
 
 void launch_fp8_1d2d(const Fp8GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
 

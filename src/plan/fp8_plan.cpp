@@ -67,7 +67,8 @@ double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int
 
 namespace {
 
-KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster, int recipe) {
+KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster, int recipe,
+                               int block_n_multiple = 16) {
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -77,7 +78,7 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
     for (int bm : kBlockMs) {
       for (int bn : kBlockNs) {
         const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
-        if (!supported) continue;
+        if (!supported || bn % block_n_multiple != 0) continue;
         const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
         const double tile_us = static_cast<double>(bm) * bn * cm;
@@ -107,9 +108,9 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
   return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 
-KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out) {
+KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out, int block_n_multiple) {
   const auto recipe = fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16;
-  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe));
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple);
 }
 
 KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms) {

@@ -26,7 +26,9 @@ KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool 
 KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms);
 
 // BF16 (K-major A and B, no scales): the same model at the BF16 rate over the tiles that kernel supports.
-KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out = false);
+// block_n_multiple: 64 when B is MN-major (whole 64-wide TMA boxes).
+KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out = false,
+                                int block_n_multiple = 16);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);

@@ -14,7 +14,8 @@ struct Case {
   int block_m, block_n;
   launch::Fp8Layout layout;
   int cluster_m = 1;
-  int recipe = 0;  // kernels::sm90::GemmRecipe
+  int recipe = 0;    // kernels::sm90::GemmRecipe
+  int mn_major = 0;  // BF16: bit 0 A, bit 1 B
 };
 
 class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
@@ -35,7 +36,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   } else {
     plan::check_bf16_config(cfg, c.recipe == 3);
   }
-  const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout, c.recipe);
+  const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
   ASSERT_FALSE(bin.cubin.empty());
   ASSERT_TRUE(bin.usage.known) << bin.log;
@@ -68,11 +69,15 @@ INSTANTIATE_TEST_SUITE_P(
                       // BF16 (staged): dense, masked and row-to-group.
                       Case{128, 192, launch::Fp8Layout::kDense, 1, 2}, Case{128, 128, launch::Fp8Layout::kMasked, 1, 2},
                       Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2},
-                      Case{128, 160, launch::Fp8Layout::kDense, 1, 3}, Case{64, 128, launch::Fp8Layout::kDense, 1, 3}),
+                      Case{128, 160, launch::Fp8Layout::kDense, 1, 3}, Case{64, 128, launch::Fp8Layout::kDense, 1, 3},
+                      // BF16 with MN-major operands (TT dense, MN-major B masked, TN with FP32 D).
+                      Case{128, 128, launch::Fp8Layout::kDense, 1, 2, 3},
+                      Case{128, 192, launch::Fp8Layout::kMasked, 1, 2, 2},
+                      Case{64, 128, launch::Fp8Layout::kDense, 1, 3, 1}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
-             "_recipe" + std::to_string(info.param.recipe);
+             "_recipe" + std::to_string(info.param.recipe) + "_mn" + std::to_string(info.param.mn_major);
     });
 
 }  // namespace
