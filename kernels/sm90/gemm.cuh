@@ -178,7 +178,13 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kMnMajorB = (kMnMajor & 2) != 0;
   constexpr u32 kMnChunkBytes = 64 * 128;  // one [64 K rows][64 MN values] BF16 box
   static_assert(kMnMajor == 0 || kUnscaled, "MN-major operands: BF16 only (FP8 WGMMA reads K-major operands)");
-  static_assert(!kMnMajorA || kKind == static_cast<int>(GroupedKind::kDense), "MN-major A: dense only");
+  constexpr bool kKGrouped = kKind == static_cast<int>(GroupedKind::kKGrouped);
+  static_assert(!kMnMajorA || kKind == static_cast<int>(GroupedKind::kDense) || kKGrouped,
+                "MN-major A: dense or k-grouped only");
+  // K-grouped (the tn form): A [sum K, M] and B [sum K, N], both MN-major, one descriptor each; an expert's K range
+  // is a coordinate offset, so nothing depends on the sizes but the scheduler, which reads them each launch.
+  static_assert(!kKGrouped || (kUnscaled && kFp32Out && kMnMajor == 3 && kClusterM == 1),
+                "k-grouped: BF16, FP32 D, MN-major A and B, no cluster, so far");
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
   constexpr int kMathWGs = kBlockM / 64;
@@ -194,7 +200,11 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   u64* full_bar = reinterpret_cast<u64*>(smem + kSmem.barrier_offset);
   u64* empty_bar = full_bar + kStages;
 
-  const SchedulerProblem& prob = params.problem;
+  SchedulerProblem kgrouped_problem = params.problem;  // k-grouped: sizes from the parameters when not on the device
+  if constexpr (kKGrouped) {
+    if (kgrouped_problem.routing == nullptr) kgrouped_problem.routing = params.ks_inline;
+  }
+  const SchedulerProblem& prob = kKGrouped ? kgrouped_problem : params.problem;
   const int num_kb = ceil_div(prob.k, kStageK);
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const u32 lane = lane_index();
@@ -236,7 +246,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
         const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
         for (int g = first_pass_group<kLayout>(prob, w);;) {
           if (g >= 0 && issuer) {
-            for (int kb = 0; kb < num_kb; ++kb) {
+            const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+            const int k_base = kKGrouped ? w.k_begin : 0;  // the expert's offset in the concatenated K
+            for (int kb = 0; kb < tile_kb; ++kb) {
               mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
               u64* bar = &full_bar[cur.stage];
               mbarrier_arrive_expect_tx(bar, kSmem.tx_bytes);
@@ -251,7 +263,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 if constexpr (kMnMajorA) {
 #pragma unroll
                   for (int c = 0; c < kBlockM / 64; ++c) {
-                    tma_load_2d(a_dst + c * kMnChunkBytes, &params.tma_a, bar, w.a_row + 64 * c, kb * kStageK);
+                    tma_load_2d(a_dst + c * kMnChunkBytes, &params.tma_a, bar, w.a_row + 64 * c, k_base + kb * kStageK);
                   }
                 } else {
                   tma_load_2d(a_dst, &params.tma_a, bar, kb * kStageK, w.a_row);
@@ -268,7 +280,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 if constexpr (kMnMajorB) {
 #pragma unroll
                   for (int c = 0; c < kBlockN / 64; ++c) {
-                    tma_load_3d(b_dst + c * kMnChunkBytes, &params.tma_b, bar, w.n_begin + 64 * c, kb * kStageK, g);
+                    tma_load_3d(b_dst + c * kMnChunkBytes, &params.tma_b, bar, w.n_begin + 64 * c,
+                                k_base + kb * kStageK, kKGrouped ? 0 : g);
                   }
                 } else {
                   tma_load_3d(b_dst, &params.tma_b, bar, kb * kStageK, w.n_begin, g);
@@ -313,7 +326,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           const int split = 128 - (w.n_begin - n_scale_block * 128);
           const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
           const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
-          for (int kb = 0; kb < num_kb; ++kb) {
+          const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+          for (int kb = 0; kb < tile_kb; ++kb) {
             float scale_b0 = 1.0f, scale_b1 = 1.0f;
             if constexpr (!kRowScaledB && !kUnscaled) {
               scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);

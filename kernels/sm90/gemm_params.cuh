@@ -27,6 +27,9 @@ MOEGEMM_HD constexpr bool recipe_has_fp32_out(int recipe) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32);
 }
 
+// Experts whose K-grouped sizes can travel inside the kernel parameters (more need a device tensor of sizes).
+inline constexpr int kMaxInlineKGroups = 128;
+
 struct GemmParams {
   SchedulerProblem problem;  // kind, G, rows (M | M_total | capacity), n, k, tile shape, band, routing
   // Scales of B: element (g, n_block128, k_block) at sfb + g*sfb_group_stride + nb*sfb_n_stride + kb*sfb_k_stride.
@@ -45,6 +48,8 @@ struct GemmParams {
   const float* c_f32;     // FP32 C with row stride ldc (may equal d_f32); nullptr with add_c: C is D itself
   long long ldc;
   int add_c;  // 1: D = C + A B^T (read C, or D when c_f32 is null); 0: D = A B^T (D is only written)
+  // K-grouped without a device copy of the sizes: K_g travel in the parameters (read where problem.routing is null).
+  int ks_inline[kMaxInlineKGroups];
 };
 
 // Tile widths the kernel supports: multiples of 16 (WGMMA N) up to 192 (the accumulators of two copies of the

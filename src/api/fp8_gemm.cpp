@@ -7,6 +7,7 @@
 #include "moegemm/error.hpp"
 #include "moegemm/gemm.hpp"
 #include "plan/fp8_plan.hpp"
+#include "runtime/driver.hpp"
 #include "sm90/gemm_params.cuh"
 #include "validate/validate.hpp"
 
@@ -60,7 +61,8 @@ launch::Fp8GemmLaunch to_launch(const validate::GemmProblem& p) {
       l.layout = launch::Fp8Layout::kMasked;
       break;
     case validate::Layout::kKGrouped:
-      throw Error(ErrorCode::kInternal, "the 1D2D kernel has no k-grouped layout");
+      l.layout = launch::Fp8Layout::kKGrouped;
+      break;
   }
   l.rows = p.m;
   l.n = p.n;
@@ -214,6 +216,61 @@ void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, co
 void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const TensorView& d,
                                 const MaskedLayout& layout, Stream stream, const GemmOptions& options) {
   run_bf16(validate::check_m_grouped_bf16_gemm_masked(a, b, d, layout, options), stream);
+}
+
+void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
+                            const KGroupedLayout& layout, Stream stream, const GemmOptions& options) {
+  const validate::GemmProblem p = validate::check_k_grouped_bf16_gemm_tn(a, b, d, c, layout, options);
+  const std::int64_t m = p.m, n = p.n, groups = p.num_groups;
+  // The kernel stores rows of a flattened [G * M, N] D; C distinct from D is first copied into D (stream-ordered),
+  // so experts with K_g = 0 end with D[g] = C[g] and the others accumulate onto it.
+  if (p.d.ld != n || p.d.group_stride != m * n) {
+    throw Error(ErrorCode::kUnsupported, "k-grouped BF16: d must be contiguous [G, M, N] so far, got " + d.describe());
+  }
+  const bool copy_c = p.has_c && !p.c_aliases_d;
+  if (copy_c && (p.c.ld != n || p.c.group_stride != m * n)) {
+    throw Error(ErrorCode::kUnsupported, "k-grouped BF16: c must be contiguous [G, M, N] so far, got " + c->describe());
+  }
+  if (p.ks_device == nullptr && groups > kernels::sm90::kMaxInlineKGroups) {
+    throw Error(ErrorCode::kUnsupported, "k-grouped BF16: more than " +
+                                             std::to_string(kernels::sm90::kMaxInlineKGroups) +
+                                             " experts need layout.ks_device");
+  }
+  const int sms = resolve_num_sms(p.max_sms);
+  if (copy_c) {
+    jit::check(jit::driver().cuMemcpyAsync(
+                   reinterpret_cast<CUdeviceptr>(p.d.ptr), reinterpret_cast<CUdeviceptr>(p.c.ptr),
+                   static_cast<std::size_t>(groups * m * n) * sizeof(float), static_cast<CUstream>(stream)),
+               "cuMemcpyAsync(d <- c)");
+  }
+  if (p.empty) return;
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
+  KernelConfig config;
+  if (p.config != nullptr) {
+    config = checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) {
+      plan::check_bf16_config(cfg, /*fp32_out=*/true);
+      if (cfg.block_n % 64 != 0) {
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            "options.config: k-grouped BF16 (MN-major B) needs block_n a multiple of 64, got " + cfg.to_string());
+      }
+    });
+  } else {
+    plan::Fp8ShapeHint hint;
+    hint.m_per_group = m;
+    hint.n = static_cast<int>(n);
+    hint.k = static_cast<int>(std::max<std::int64_t>(128, p.k / std::max<std::int64_t>(1, groups)));
+    hint.num_groups = static_cast<int>(groups);
+    config = plan::choose_bf16_config(hint, sms, /*fp32_out=*/true, 64);
+  }
+  launch::Fp8GemmLaunch l = to_launch(p);
+  l.recipe = kRecipe;
+  l.mn_major = 3;
+  l.routing = p.ks_device;
+  l.host_ks = &p.ks;
+  l.add_c = true;  // onto C (copied into D above), onto C aliasing D, or onto D itself (no C: D += A^T B)
+  l.c = nullptr;
+  launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
 }
 
 }  // namespace staged

@@ -22,4 +22,10 @@ void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, co
 void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const TensorView& d,
                                 const MaskedLayout& layout, Stream stream, const GemmOptions& options = {});
 
+// D[g] = C[g] + A_g^T @ B_g (the tn form, include/moegemm/gemm.hpp): A [sum K, M] and B [sum K, N] BF16, FP32 D
+// [G, M, N] contiguous; sizes from layout.ks_device when given (read at run time: safe to capture in a graph and
+// replay after they change), else from layout.ks through the kernel parameters (at most 128 experts).
+void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
+                            const KGroupedLayout& layout, Stream stream, const GemmOptions& options = {});
+
 }  // namespace moegemm::staged

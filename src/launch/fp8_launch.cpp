@@ -120,6 +120,10 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   tb.dims[0] = a.k, tb.dims[1] = a.n, tb.dims[2] = a.num_groups;
   tb.strides_bytes[0] = a.ldb * esize;
   tb.strides_bytes[1] = (a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n) * esize;
+  if (a.layout == Fp8Layout::kKGrouped) {  // one [sum K, N] matrix shared by every expert's K range
+    tb.dims[2] = 1;
+    tb.strides_bytes[1] = a.ldb * a.k * esize;
+  }
   tb.box[0] = stage_k, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
   if (a.mn_major & 2) {  // [G][K, N] storage, N contiguous: [64 K][64 N] boxes, block_n / 64 per stage
     tb.dims[0] = a.n, tb.dims[1] = a.k;
@@ -146,7 +150,17 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   }
   if (row_scaled_b) p.tma_sfb = scale_descriptor("b.scales", a.sfb, a.sfb_mn_stride, num_kb, c.block_n);
 
-  const long long items = kernels::max_work_items(prob);
+  if (a.layout == Fp8Layout::kKGrouped && a.routing == nullptr) {
+    if (a.host_ks == nullptr || static_cast<int>(a.host_ks->size()) > kernels::sm90::kMaxInlineKGroups) {
+      throw Error(ErrorCode::kInternal, "k-grouped launch without device sizes needs at most " +
+                                            std::to_string(kernels::sm90::kMaxInlineKGroups) + " host sizes");
+    }
+    for (std::size_t g = 0; g < a.host_ks->size(); ++g) p.ks_inline[g] = static_cast<int>((*a.host_ks)[g]);
+  }
+  // The grid is sized from shapes alone; the bound needs a non-null routing pointer, never read for k-grouped.
+  SchedulerProblem sizing = prob;
+  if (sizing.routing == nullptr && a.layout == Fp8Layout::kKGrouped) sizing.routing = p.ks_inline;
+  const long long items = kernels::max_work_items(sizing);
   if (items == 0) return;
 
   const jit::Kernel& kernel = jit::get_kernel(

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "moegemm/config.hpp"
 #include "moegemm/types.hpp"
@@ -16,6 +17,7 @@ enum class Fp8Layout : int {  // values match kernels::GroupedKind
   kContiguousRowToGroup = 1,
   kContiguousGroupEnds = 2,
   kMasked = 3,
+  kKGrouped = 4,
 };
 
 // Everything the kernel needs, already validated. Strides in elements.
@@ -40,8 +42,12 @@ struct Fp8GemmLaunch {
   const float* c = nullptr;
   std::int64_t ldc = 0;
   bool add_c = false;
-  int mn_major = 0;  // BF16: bit 0 = A is MN-major ([K, M], lda between K rows), bit 1 = B is MN-major ([G][K, N])  //
-                     // FP32-output recipes: D = C + A B^T (C = c, or D itself when c is null); else D = A B^T
+  int mn_major = 0;
+  // K-grouped: the sizes on the host (they travel in the kernel parameters when `routing` is null; at most
+  // kernels::sm90::kMaxInlineKGroups experts).
+  const std::vector<std::int64_t>* host_ks =
+      nullptr;  // BF16: bit 0 = A is MN-major ([K, M], lda between K rows), bit 1 = B is MN-major ([G][K, N])  //
+                // FP32-output recipes: D = C + A B^T (C = c, or D itself when c is null); else D = A B^T
 };
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is

@@ -57,23 +57,24 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, Fp8KernelCompiles,
-    ::testing::Values(Case{128, 128, launch::Fp8Layout::kDense}, Case{128, 192, launch::Fp8Layout::kDense},
-                      Case{64, 16, launch::Fp8Layout::kDense}, Case{128, 144, launch::Fp8Layout::kContiguousGroupEnds},
-                      Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup},
-                      Case{64, 96, launch::Fp8Layout::kMasked}, Case{128, 192, launch::Fp8Layout::kDense, 2},
-                      Case{128, 160, launch::Fp8Layout::kMasked, 2},
-                      Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2},
-                      // Recipe (1,1,128), the staged weight-gradient kernel.
-                      Case{128, 128, launch::Fp8Layout::kDense, 1, 1}, Case{128, 160, launch::Fp8Layout::kDense, 1, 1},
-                      Case{64, 64, launch::Fp8Layout::kDense, 1, 1},
-                      // BF16 (staged): dense, masked and row-to-group.
-                      Case{128, 192, launch::Fp8Layout::kDense, 1, 2}, Case{128, 128, launch::Fp8Layout::kMasked, 1, 2},
-                      Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2},
-                      Case{128, 160, launch::Fp8Layout::kDense, 1, 3}, Case{64, 128, launch::Fp8Layout::kDense, 1, 3},
-                      // BF16 with MN-major operands (TT dense, MN-major B masked, TN with FP32 D).
-                      Case{128, 128, launch::Fp8Layout::kDense, 1, 2, 3},
-                      Case{128, 192, launch::Fp8Layout::kMasked, 1, 2, 2},
-                      Case{64, 128, launch::Fp8Layout::kDense, 1, 3, 1}),
+    ::testing::Values(
+        Case{128, 128, launch::Fp8Layout::kDense}, Case{128, 192, launch::Fp8Layout::kDense},
+        Case{64, 16, launch::Fp8Layout::kDense}, Case{128, 144, launch::Fp8Layout::kContiguousGroupEnds},
+        Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup}, Case{64, 96, launch::Fp8Layout::kMasked},
+        Case{128, 192, launch::Fp8Layout::kDense, 2}, Case{128, 160, launch::Fp8Layout::kMasked, 2},
+        Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2},
+        // Recipe (1,1,128), the staged weight-gradient kernel.
+        Case{128, 128, launch::Fp8Layout::kDense, 1, 1}, Case{128, 160, launch::Fp8Layout::kDense, 1, 1},
+        Case{64, 64, launch::Fp8Layout::kDense, 1, 1},
+        // BF16 (staged): dense, masked and row-to-group.
+        Case{128, 192, launch::Fp8Layout::kDense, 1, 2}, Case{128, 128, launch::Fp8Layout::kMasked, 1, 2},
+        Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2}, Case{128, 160, launch::Fp8Layout::kDense, 1, 3},
+        Case{64, 128, launch::Fp8Layout::kDense, 1, 3},
+        // BF16 with MN-major operands (TT dense, MN-major B masked, TN with FP32 D).
+        Case{128, 128, launch::Fp8Layout::kDense, 1, 2, 3}, Case{128, 192, launch::Fp8Layout::kMasked, 1, 2, 2},
+        Case{64, 128, launch::Fp8Layout::kDense, 1, 3, 1},
+        // BF16 k-grouped (tn): MN-major A and B, FP32 D.
+        Case{128, 128, launch::Fp8Layout::kKGrouped, 1, 3, 3}, Case{64, 64, launch::Fp8Layout::kKGrouped, 1, 3, 3}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

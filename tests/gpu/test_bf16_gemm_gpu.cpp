@@ -243,6 +243,70 @@ TEST(Bf16StagedGpu, MaskedWithMnMajorB) {
   expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n), want, n, "masked, MN-major B");
 }
 
+// K-grouped tn: D[g] = C[g] + A_g^T B_g with experts of 0 tokens, sizes inline or on the device, and a CUDA graph
+// replayed after the device sizes changed in place (same total).
+TEST(Bf16StagedGpu, KGroupedTnWithEmptyExpertsAndGraphReplay) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 192, n = 320, groups = 4;
+  const std::vector<std::int64_t> ks = {256, 0, 128, 384};
+  const std::vector<std::int64_t> ks2 = {128, 384, 256, 0};  // same total: the buffers stay valid
+  const int sum_k = 768;
+  std::mt19937 rng(21);
+  Bf16Tensor a(static_cast<std::size_t>(sum_k) * m, rng, 1.0f), b(static_cast<std::size_t>(sum_k) * n, rng, 0.5f);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> c_host(static_cast<std::size_t>(groups) * m * n);
+  for (auto& v : c_host) v = dist(rng);
+  std::vector<double> c_ref(c_host.begin(), c_host.end());
+  DeviceBuffer d(c_host.size() * 4), c(c_host.size() * 4), ks_dev(groups * sizeof(int));
+  const TensorView av = TensorView::contiguous(a.device.get(), DType::kBFloat16, {sum_k, m});
+  const TensorView bv = TensorView::contiguous(b.device.get(), DType::kBFloat16, {sum_k, n});
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {groups, m, n});
+  const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {groups, m, n});
+  auto check = [&](const std::vector<std::int64_t>& sizes, const char* what) {
+    const auto want = ref::k_grouped_gemm_tn(m, n, sizes, a.values.data(), b.values.data(), c_ref.data());
+    const auto got = d.download_as<float>(c_host.size());
+    std::vector<double> g(got.begin(), got.end());
+    for (float v : got) ASSERT_FALSE(std::isnan(v)) << what;
+    EXPECT_LT(ref::calc_diff(g.data(), want.data(), g.size()), 1e-6) << what;
+    EXPECT_TRUE(d.guard_intact()) << what;
+  };
+  KGroupedLayout inline_sizes;
+  inline_sizes.ks = ks;
+  // C distinct: copied into D first, so the empty expert ends with D[1] = C[1].
+  c.upload(c_host);
+  d.fill_bytes(0xFF);
+  staged::k_grouped_bf16_gemm_tn(av, bv, dv, &cv, inline_sizes, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  check(ks, "k-grouped, C distinct, inline sizes");
+  // C aliasing D, sizes on the device; then a graph replayed after the sizes change.
+  std::vector<int> ks32(ks.begin(), ks.end()), ks2_32(ks2.begin(), ks2.end());
+  ks_dev.upload(ks32);
+  KGroupedLayout device_sizes;
+  device_sizes.ks = ks;
+  device_sizes.ks_device = TensorView::contiguous(ks_dev.get(), DType::kInt32, {groups});
+  d.upload(c_host);
+  staged::k_grouped_bf16_gemm_tn(av, bv, dv, &dv, device_sizes, nullptr);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  check(ks, "k-grouped, C aliasing D, device sizes");
+
+  cudaStream_t stream;
+  MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  staged::k_grouped_bf16_gemm_tn(av, bv, dv, &dv, device_sizes, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  ks_dev.upload(ks2_32);
+  d.upload(c_host);
+  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  check(ks2, "k-grouped graph replayed after the sizes changed");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST(Bf16StagedGpu, UnsupportedFormsSayWhat) {
   MOEGEMM_REQUIRE_GPU();
   DeviceBuffer a(256 * 256 * 2), b(256 * 256 * 2), d(256 * 256 * 2);
