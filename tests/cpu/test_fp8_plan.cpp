@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "moegemm/moegemm.hpp"
 #include "api/staged.hpp"
-#include "plan/fp8_plan.hpp"
+#include "moegemm/moegemm.hpp"
+#include "plan/gemm_plan.hpp"
 #include "sm90/gemm_params.cuh"
 
 namespace moegemm {
@@ -19,13 +19,13 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
       for (int k : {128, 576, 2112, 7168, 16384}) {
         for (int groups : {1, 6, 32}) {
           for (int sms : {1, 7, 66, 132}) {
-            plan::Fp8ShapeHint hint{m, n, k, groups};
+            plan::ShapeHint hint{m, n, k, groups};
             const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms);
             EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c)) << c.to_string();
             EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
             EXPECT_EQ(c.num_sms, sms);
             EXPECT_EQ(c.math_warpgroups, c.block_m / 64);
-            EXPECT_EQ(c.smem_bytes, plan::fp8_1d2d_smem_bytes(c));
+            EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c));
             EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
             EXPECT_GE(c.stages, 3) << c.to_string();
           }

@@ -2,8 +2,8 @@
 // of tile shapes must compile for sm_90a, and the consumer warpgroups must not spill.
 #include <gtest/gtest.h>
 
-#include "launch/fp8_launch.hpp"
-#include "plan/fp8_plan.hpp"
+#include "launch/gemm_launch.hpp"
+#include "plan/gemm_plan.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "sm90/gemm_params.cuh"
 
@@ -12,7 +12,7 @@ namespace {
 
 struct Case {
   int block_m, block_n;
-  launch::Fp8Layout layout;
+  kernels::GroupedKind layout;
   int cluster_m = 1;
   int recipe = 0;    // kernels::sm90::GemmRecipe
   int mn_major = 0;  // BF16: bit 0 A, bit 1 B
@@ -26,7 +26,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = c.block_m / 64;
-  cfg.stages = plan::fp8_1d2d_max_stages(c.block_m, c.block_n, c.recipe);
+  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe);
   cfg.cluster_m = c.cluster_m;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
   if (c.recipe == 0) {
@@ -36,7 +36,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   } else {
     plan::check_bf16_config(cfg, c.recipe == 3);
   }
-  const jit::KernelSpec spec = launch::fp8_1d2d_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
+  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
   ASSERT_FALSE(bin.cubin.empty());
   ASSERT_TRUE(bin.usage.known) << bin.log;
@@ -58,23 +58,24 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
 INSTANTIATE_TEST_SUITE_P(
     Configs, Fp8KernelCompiles,
     ::testing::Values(
-        Case{128, 128, launch::Fp8Layout::kDense}, Case{128, 192, launch::Fp8Layout::kDense},
-        Case{64, 16, launch::Fp8Layout::kDense}, Case{128, 144, launch::Fp8Layout::kContiguousGroupEnds},
-        Case{128, 160, launch::Fp8Layout::kContiguousRowToGroup}, Case{64, 96, launch::Fp8Layout::kMasked},
-        Case{128, 192, launch::Fp8Layout::kDense, 2}, Case{128, 160, launch::Fp8Layout::kMasked, 2},
-        Case{64, 128, launch::Fp8Layout::kContiguousGroupEnds, 2},
+        Case{128, 128, kernels::GroupedKind::kDense}, Case{128, 192, kernels::GroupedKind::kDense},
+        Case{64, 16, kernels::GroupedKind::kDense}, Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds},
+        Case{128, 160, kernels::GroupedKind::kContiguousRowToGroup}, Case{64, 96, kernels::GroupedKind::kMasked},
+        Case{128, 192, kernels::GroupedKind::kDense, 2}, Case{128, 160, kernels::GroupedKind::kMasked, 2},
+        Case{64, 128, kernels::GroupedKind::kContiguousGroupEnds, 2},
         // Recipe (1,1,128), the staged weight-gradient kernel.
-        Case{128, 128, launch::Fp8Layout::kDense, 1, 1}, Case{128, 160, launch::Fp8Layout::kDense, 1, 1},
-        Case{64, 64, launch::Fp8Layout::kDense, 1, 1},
+        Case{128, 128, kernels::GroupedKind::kDense, 1, 1}, Case{128, 160, kernels::GroupedKind::kDense, 1, 1},
+        Case{64, 64, kernels::GroupedKind::kDense, 1, 1},
         // BF16 (staged): dense, masked and row-to-group.
-        Case{128, 192, launch::Fp8Layout::kDense, 1, 2}, Case{128, 128, launch::Fp8Layout::kMasked, 1, 2},
-        Case{64, 64, launch::Fp8Layout::kContiguousRowToGroup, 1, 2}, Case{128, 160, launch::Fp8Layout::kDense, 1, 3},
-        Case{64, 128, launch::Fp8Layout::kDense, 1, 3},
+        Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, Case{128, 128, kernels::GroupedKind::kMasked, 1, 2},
+        Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
+        Case{128, 160, kernels::GroupedKind::kDense, 1, 3}, Case{64, 128, kernels::GroupedKind::kDense, 1, 3},
         // BF16 with MN-major operands (TT dense, MN-major B masked, TN with FP32 D).
-        Case{128, 128, launch::Fp8Layout::kDense, 1, 2, 3}, Case{128, 192, launch::Fp8Layout::kMasked, 1, 2, 2},
-        Case{64, 128, launch::Fp8Layout::kDense, 1, 3, 1},
+        Case{128, 128, kernels::GroupedKind::kDense, 1, 2, 3}, Case{128, 192, kernels::GroupedKind::kMasked, 1, 2, 2},
+        Case{64, 128, kernels::GroupedKind::kDense, 1, 3, 1},
         // BF16 k-grouped (tn): MN-major A and B, FP32 D.
-        Case{128, 128, launch::Fp8Layout::kKGrouped, 1, 3, 3}, Case{64, 64, launch::Fp8Layout::kKGrouped, 1, 3, 3}),
+        Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 3, 3},
+        Case{64, 64, kernels::GroupedKind::kKGrouped, 1, 3, 3}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

@@ -6,23 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "common/scheduler.cuh"
 #include "moegemm/config.hpp"
 #include "moegemm/types.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace moegemm::launch {
 
-enum class Fp8Layout : int {  // values match kernels::GroupedKind
-  kDense = 0,
-  kContiguousRowToGroup = 1,
-  kContiguousGroupEnds = 2,
-  kMasked = 3,
-  kKGrouped = 4,
-};
-
 // Everything the kernel needs, already validated. Strides in elements.
-struct Fp8GemmLaunch {
-  Fp8Layout layout = Fp8Layout::kDense;
+struct GemmLaunch {
+  kernels::GroupedKind layout = kernels::GroupedKind::kDense;
   int rows = 0;  // dense M, contiguous M_total, masked capacity
   int n = 0, k = 0, num_groups = 1;
   const void* a = nullptr;
@@ -52,9 +45,10 @@ struct Fp8GemmLaunch {
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
 // a short string that determines the source, so a hit never hashes sources). Exposed for compile checks.
-std::string fp8_1d2d_kernel_key(const KernelConfig& config, Fp8Layout layout, int recipe = 0, int mn_major = 0);
-jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& config, Fp8Layout layout, int recipe = 0, int mn_major = 0);
+std::string gemm_kernel_key(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0, int mn_major = 0);
+jit::KernelSpec gemm_kernel_spec(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0,
+                                 int mn_major = 0);
 
-void launch_fp8_1d2d(const Fp8GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
+void launch_gemm(const GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
 
 }  // namespace moegemm::launch

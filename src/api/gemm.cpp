@@ -1,12 +1,13 @@
 // FP8 1D2D entry points: validate -> plan -> launch. No logic beyond wiring lives here.
+#include "moegemm/gemm.hpp"
+
 #include <algorithm>
 
 #include "api/staged.hpp"
-#include "launch/fp8_launch.hpp"
+#include "launch/gemm_launch.hpp"
 #include "moegemm/device.hpp"
 #include "moegemm/error.hpp"
-#include "moegemm/gemm.hpp"
-#include "plan/fp8_plan.hpp"
+#include "plan/gemm_plan.hpp"
 #include "runtime/driver.hpp"
 #include "sm90/gemm_params.cuh"
 #include "validate/validate.hpp"
@@ -41,27 +42,27 @@ KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe
   check(config);
   config.math_warpgroups = config.block_m / 64;
   config.num_sms = sms;
-  config.smem_bytes = plan::fp8_1d2d_smem_bytes(config, recipe);
+  config.smem_bytes = plan::gemm_smem_bytes(config, recipe);
   return config;
 }
 
-launch::Fp8GemmLaunch to_launch(const validate::GemmProblem& p) {
-  launch::Fp8GemmLaunch l;
+launch::GemmLaunch to_launch(const validate::GemmProblem& p) {
+  launch::GemmLaunch l;
   switch (p.layout) {
     case validate::Layout::kDense:
-      l.layout = launch::Fp8Layout::kDense;
+      l.layout = kernels::GroupedKind::kDense;
       break;
     case validate::Layout::kContiguousRowToGroup:
-      l.layout = launch::Fp8Layout::kContiguousRowToGroup;
+      l.layout = kernels::GroupedKind::kContiguousRowToGroup;
       break;
     case validate::Layout::kContiguousGroupEnds:
-      l.layout = launch::Fp8Layout::kContiguousGroupEnds;
+      l.layout = kernels::GroupedKind::kContiguousGroupEnds;
       break;
     case validate::Layout::kMasked:
-      l.layout = launch::Fp8Layout::kMasked;
+      l.layout = kernels::GroupedKind::kMasked;
       break;
     case validate::Layout::kKGrouped:
-      l.layout = launch::Fp8Layout::kKGrouped;
+      l.layout = kernels::GroupedKind::kKGrouped;
       break;
   }
   l.rows = p.m;
@@ -87,8 +88,8 @@ launch::Fp8GemmLaunch to_launch(const validate::GemmProblem& p) {
   return l;
 }
 
-plan::Fp8ShapeHint shape_hint(const validate::GemmProblem& p) {
-  plan::Fp8ShapeHint h;
+plan::ShapeHint shape_hint(const validate::GemmProblem& p) {
+  plan::ShapeHint h;
   h.n = p.n;
   h.k = p.k;
   if (p.layout == validate::Layout::kDense) {
@@ -119,7 +120,7 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
     // (docs/results/2026-12-02-bench-2.md).
     config = plan::choose_fp8_1d2d_config(shape_hint(p), sms, /*allow_cluster=*/false);
   }
-  launch::launch_fp8_1d2d(to_launch(p), config, resolve_pdl(p.pdl), stream);
+  launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }
 
 }  // namespace
@@ -153,14 +154,14 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
   } else {
     config = plan::choose_fp8_1d1d_config(shape_hint(p), sms);
   }
-  launch::Fp8GemmLaunch l = to_launch(p);
+  launch::GemmLaunch l = to_launch(p);
   l.recipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   l.sfb_mn_stride = p.sfb.k_stride;  // MN-major row scales: consecutive k-blocks are tma_aligned(N) apart
   // C distinct from D is read where D is written; C aliasing D, or no C (D += A B^T), reads D itself.
   l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
   l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
   l.add_c = true;
-  launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
+  launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
 
 namespace {
@@ -190,7 +191,7 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
   } else {
     config = plan::choose_bf16_config(shape_hint(p), sms, fp32_out, (mn_major & 2) ? 64 : 16);
   }
-  launch::Fp8GemmLaunch l = to_launch(p);
+  launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
   l.mn_major = mn_major;
   if (fp32_out) {
@@ -198,7 +199,7 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
     l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
     l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
   }
-  launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
+  launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
 
 }  // namespace
@@ -256,27 +257,27 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
       }
     });
   } else {
-    plan::Fp8ShapeHint hint;
+    plan::ShapeHint hint;
     hint.m_per_group = m;
     hint.n = static_cast<int>(n);
     hint.k = static_cast<int>(std::max<std::int64_t>(128, p.k / std::max<std::int64_t>(1, groups)));
     hint.num_groups = static_cast<int>(groups);
     config = plan::choose_bf16_config(hint, sms, /*fp32_out=*/true, 64);
   }
-  launch::Fp8GemmLaunch l = to_launch(p);
+  launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
   l.mn_major = 3;
   l.routing = p.ks_device;
   l.host_ks = &p.ks;
   l.add_c = true;  // onto C (copied into D above), onto C aliasing D, or onto D itself (no C: D += A^T B)
   l.c = nullptr;
-  launch::launch_fp8_1d2d(l, config, resolve_pdl(p.pdl), stream);
+  launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
 
 }  // namespace staged
 
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
-  plan::Fp8ShapeHint h;
+  plan::ShapeHint h;
   h.n = n;
   h.k = k;
   h.num_groups = std::max(1, num_groups);

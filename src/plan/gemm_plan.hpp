@@ -10,7 +10,7 @@ namespace moegemm::plan {
 
 // What the planner knows of a problem. For grouped layouts the per-group rows are a hint (expected_m), since the
 // real counts live on the device.
-struct Fp8ShapeHint {
+struct ShapeHint {
   long long m_per_group = 0;  // rows each group computes (dense: M)
   int n = 0, k = 0;
   int num_groups = 1;
@@ -20,15 +20,14 @@ struct Fp8ShapeHint {
 inline constexpr int kMaxSmemBytes = 232448;
 
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
-KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster = false);
+KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster = false);
 
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
-KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms);
+KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 
 // BF16 (K-major A and B, no scales): the same model at the BF16 rate over the tiles that kernel supports.
 // block_n_multiple: 64 when B is MN-major (whole 64-wide TMA boxes).
-KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out = false,
-                                int block_n_multiple = 16);
+KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, bool fp32_out = false, int block_n_multiple = 16);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
@@ -37,13 +36,12 @@ void check_bf16_config(const KernelConfig& config, bool fp32_out = false);
 
 // Dynamic shared memory a configuration launches with.
 // recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).
-int fp8_1d2d_smem_bytes(const KernelConfig& config, int recipe = 0);
+int gemm_smem_bytes(const KernelConfig& config, int recipe = 0);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
-int fp8_1d2d_max_stages(int block_m, int block_n, int recipe = 0);
+int gemm_max_stages(int block_m, int block_n, int recipe = 0);
 
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
-double fp8_1d2d_modelled_us(const Fp8ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms,
-                            int recipe = 0);
+double gemm_modelled_us(const ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms, int recipe = 0);
 
 }  // namespace moegemm::plan

@@ -1,4 +1,4 @@
-#include "plan/fp8_plan.hpp"
+#include "plan/gemm_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -27,7 +27,7 @@ constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
 
-int fp8_1d2d_max_stages(int block_m, int block_n, int recipe) {
+int gemm_max_stages(int block_m, int block_n, int recipe) {
   int stages = 1;
   while (stages < kStageCap &&
          kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe).launch_bytes <= kMaxSmemBytes) {
@@ -36,11 +36,11 @@ int fp8_1d2d_max_stages(int block_m, int block_n, int recipe) {
   return stages;
 }
 
-int fp8_1d2d_smem_bytes(const KernelConfig& c, int recipe) {
+int gemm_smem_bytes(const KernelConfig& c, int recipe) {
   return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe).launch_bytes;
 }
 
-double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
+double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
   // BF16 runs at half the FP8 tensor rate and moves two bytes per element, 64 of K per stage.
   const bool bf16 = kernels::sm90::recipe_is_bf16(recipe);
   const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
@@ -67,7 +67,7 @@ double fp8_1d2d_modelled_us(const Fp8ShapeHint& h, int block_m, int block_n, int
 
 namespace {
 
-KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster, int recipe,
+KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cluster, int recipe,
                                int block_n_multiple = 16) {
   KernelConfig best;
   double best_us = 0;
@@ -79,7 +79,7 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
       for (int bn : kBlockNs) {
         const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
         if (!supported || bn % block_n_multiple != 0) continue;
-        const double us = fp8_1d2d_modelled_us(hint, bm, bn, cm, num_sms, recipe);
+        const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
         const double tile_us = static_cast<double>(bm) * bn * cm;
         if (!have || us < best_us * 0.999 || (us <= best_us * 1.001 && tile_us < best_tile_us)) {
@@ -95,25 +95,25 @@ KernelConfig choose_fp8_config(const Fp8ShapeHint& hint, int num_sms, bool allow
   }
   best.block_k = kernels::sm90::stage_k(recipe);
   best.math_warpgroups = best.block_m / 64;
-  best.stages = fp8_1d2d_max_stages(best.block_m, best.block_n, recipe);
+  best.stages = gemm_max_stages(best.block_m, best.block_n, recipe);
   best.cluster_n = 1;
   best.num_sms = num_sms;
-  best.smem_bytes = fp8_1d2d_smem_bytes(best, recipe);
+  best.smem_bytes = gemm_smem_bytes(best, recipe);
   return best;
 }
 
 }  // namespace
 
-KernelConfig choose_fp8_1d2d_config(const Fp8ShapeHint& hint, int num_sms, bool allow_cluster) {
+KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster) {
   return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 
-KernelConfig choose_bf16_config(const Fp8ShapeHint& hint, int num_sms, bool fp32_out, int block_n_multiple) {
+KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, bool fp32_out, int block_n_multiple) {
   const auto recipe = fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16;
   return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple);
 }
 
-KernelConfig choose_fp8_1d1d_config(const Fp8ShapeHint& hint, int num_sms) {
+KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
   return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false,
                            static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
 }
@@ -131,7 +131,7 @@ void check_common(const KernelConfig& c, int recipe) {
     config_fail("block_k must be " + std::to_string(kernels::sm90::stage_k(recipe)) + " (128 bytes of K per stage)", c);
   }
   if (c.stages < 2) config_fail("stages must be at least 2", c);
-  if (fp8_1d2d_smem_bytes(c, recipe) > kMaxSmemBytes) {
+  if (gemm_smem_bytes(c, recipe) > kMaxSmemBytes) {
     config_fail(
         "the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)", c);
   }

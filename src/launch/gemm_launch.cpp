@@ -1,4 +1,4 @@
-#include "launch/fp8_launch.hpp"
+#include "launch/gemm_launch.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -31,15 +31,15 @@ bool launch_verbose() {
 
 }  // namespace
 
-std::string fp8_1d2d_kernel_key(const KernelConfig& c, Fp8Layout layout, int recipe, int mn_major) {
+std::string gemm_kernel_key(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
          std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major);
 }
 
-jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout, int recipe, int mn_major) {
+jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
   jit::KernelSpec spec;
-  spec.name = fp8_1d2d_kernel_key(c, layout, recipe, mn_major);
+  spec.name = gemm_kernel_key(c, layout, recipe, mn_major);
   spec.name_expression = "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " +
                          std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
                          std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ", " +
@@ -48,17 +48,17 @@ jit::KernelSpec fp8_1d2d_kernel_spec(const KernelConfig& c, Fp8Layout layout, in
   return spec;
 }
 
-void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
-  const bool masked = a.layout == Fp8Layout::kMasked;
+void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
+  const bool masked = a.layout == GroupedKind::kMasked;
   const int cluster = c.cluster_m;
-  if (cluster != 1 && (cluster != 2 || a.layout == Fp8Layout::kContiguousRowToGroup)) {
+  if (cluster != 1 && (cluster != 2 || a.layout == GroupedKind::kContiguousRowToGroup)) {
     throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster_m " + std::to_string(cluster) + " for this layout");
   }
   const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
 
   GemmParams p{};
   SchedulerProblem& prob = p.problem;
-  prob.kind = static_cast<GroupedKind>(a.layout);
+  prob.kind = a.layout;
   prob.num_groups = a.num_groups;
   prob.rows = a.rows;
   prob.n = a.n;
@@ -120,7 +120,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   tb.dims[0] = a.k, tb.dims[1] = a.n, tb.dims[2] = a.num_groups;
   tb.strides_bytes[0] = a.ldb * esize;
   tb.strides_bytes[1] = (a.num_groups > 1 ? a.b_group_stride : a.ldb * a.n) * esize;
-  if (a.layout == Fp8Layout::kKGrouped) {  // one [sum K, N] matrix shared by every expert's K range
+  if (a.layout == GroupedKind::kKGrouped) {  // one [sum K, N] matrix shared by every expert's K range
     tb.dims[2] = 1;
     tb.strides_bytes[1] = a.ldb * a.k * esize;
   }
@@ -150,7 +150,7 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   }
   if (row_scaled_b) p.tma_sfb = scale_descriptor("b.scales", a.sfb, a.sfb_mn_stride, num_kb, c.block_n);
 
-  if (a.layout == Fp8Layout::kKGrouped && a.routing == nullptr) {
+  if (a.layout == GroupedKind::kKGrouped && a.routing == nullptr) {
     if (a.host_ks == nullptr || static_cast<int>(a.host_ks->size()) > kernels::sm90::kMaxInlineKGroups) {
       throw Error(ErrorCode::kInternal, "k-grouped launch without device sizes needs at most " +
                                             std::to_string(kernels::sm90::kMaxInlineKGroups) + " host sizes");
@@ -159,13 +159,13 @@ void launch_fp8_1d2d(const Fp8GemmLaunch& a, const KernelConfig& c, bool pdl, St
   }
   // The grid is sized from shapes alone; the bound needs a non-null routing pointer, never read for k-grouped.
   SchedulerProblem sizing = prob;
-  if (sizing.routing == nullptr && a.layout == Fp8Layout::kKGrouped) sizing.routing = p.ks_inline;
+  if (sizing.routing == nullptr && a.layout == GroupedKind::kKGrouped) sizing.routing = p.ks_inline;
   const long long items = kernels::max_work_items(sizing);
   if (items == 0) return;
 
   const jit::Kernel& kernel = jit::get_kernel(
-      fp8_1d2d_kernel_key(c, a.layout, a.recipe, a.mn_major),
-      [&] { return fp8_1d2d_kernel_spec(c, a.layout, a.recipe, a.mn_major); }, stream);
+      gemm_kernel_key(c, a.layout, a.recipe, a.mn_major),
+      [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major); }, stream);
   jit::LaunchConfig lc{};
   lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;
