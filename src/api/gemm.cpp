@@ -276,6 +276,28 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
 
 }  // namespace staged
 
+// Public entry points of the families verified on the device (docs/results/): they forward to the functions above.
+void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c, Stream stream,
+                      const GemmOptions& options) {
+  staged::fp8_gemm_nt_1d1d(a, b, d, c, stream, options);
+}
+void bf16_gemm(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c, Stream stream,
+               const GemmOptions& options) {
+  staged::bf16_gemm(a, b, d, c, stream, options);
+}
+void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, const TensorView& d,
+                                    const ContiguousLayout& layout, Stream stream, const GemmOptions& options) {
+  staged::m_grouped_bf16_gemm_contiguous(a, b, d, layout, stream, options);
+}
+void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const TensorView& d,
+                                const MaskedLayout& layout, Stream stream, const GemmOptions& options) {
+  staged::m_grouped_bf16_gemm_masked(a, b, d, layout, stream, options);
+}
+void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
+                            const KGroupedLayout& layout, Stream stream, const GemmOptions& options) {
+  staged::k_grouped_bf16_gemm_tn(a, b, d, c, layout, stream, options);
+}
+
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
   plan::ShapeHint h;
   h.n = n;

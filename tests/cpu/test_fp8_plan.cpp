@@ -96,8 +96,8 @@ TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {
 namespace moegemm {
 namespace {
 
-// The staged kernels (src/api/staged.hpp) validate like the public entry points, say which forms they do not
-// build yet, and stop at "no CUDA device" only after that.
+// The staged kernels (src/api/staged.hpp) and the public entry points that forward to them validate first, say
+// which forms are not built yet, and stop at "no CUDA device" only after that.
 TEST(StagedEntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
   if (device_info().available) GTEST_SKIP() << "a CUDA device is present: fake pointers must not reach it";
   void* fake = reinterpret_cast<void*>(0x100000);
@@ -129,9 +129,14 @@ TEST(StagedEntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
   EXPECT_EQ(code_of([&] { staged::fp8_gemm_nt_1d1d(fa, fb, d32, &d32, nullptr, wgrad); }), ErrorCode::kNoDevice);
   EXPECT_EQ(code_of([&] { staged::fp8_gemm_nt_1d1d(fa, fb, d, nullptr, nullptr, wgrad); }),
             ErrorCode::kInvalidArgument);  // BF16 D: recipe (1,1,128) writes FP32
-  // The public entry points stay off until the device tests have passed.
-  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, nullptr, nullptr); }), ErrorCode::kUnsupported);
-  EXPECT_EQ(code_of([&] { fp8_gemm_nt_1d1d(fa, fb, d32, &d32, nullptr, wgrad); }), ErrorCode::kUnsupported);
+  // The public entry points forward to the same functions (switched on after the device run recorded in
+  // docs/results/2026-12-02-staged-verified.md): same answers.
+  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, nullptr, nullptr); }), ErrorCode::kNoDevice);
+  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, &d, nullptr); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { fp8_gemm_nt_1d1d(fa, fb, d32, &d32, nullptr, wgrad); }), ErrorCode::kNoDevice);
+  EXPECT_EQ(code_of([&] { fp8_gemm_nt_1d1d(fa, fb, d, nullptr, nullptr, wgrad); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { k_grouped_fp8_gemm_nt(fa, fb, d32, &d32, KGroupedLayout{}, nullptr, wgrad); }),
+            ErrorCode::kUnsupported);
 }
 
 }  // namespace
