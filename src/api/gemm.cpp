@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "api/staged.hpp"
 #include "launch/gemm_launch.hpp"
 #include "moegemm/device.hpp"
 #include "moegemm/error.hpp"
@@ -140,8 +139,6 @@ void m_grouped_fp8_gemm_nt_masked(const Fp8Operand& a, const Fp8Operand& b, cons
   run_fp8_1d2d(validate::check_m_grouped_fp8_gemm_nt_masked(a, b, d, layout, options), stream);
 }
 
-namespace staged {
-
 void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c, Stream stream,
                       const GemmOptions& options) {
   const validate::GemmProblem p = validate::check_fp8_gemm_nt_1d1d(a, b, d, c, options);
@@ -166,7 +163,7 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
 
 namespace {
 
-// The staged BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D without C,
+// The BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D without C,
 // or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
   if (p.d.dtype == DType::kBFloat16 && p.has_c) {
@@ -272,30 +269,6 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   l.add_c = true;  // onto C (copied into D above), onto C aliasing D, or onto D itself (no C: D += A^T B)
   l.c = nullptr;
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
-}
-
-}  // namespace staged
-
-// Public entry points of the families verified on the device (docs/results/): they forward to the functions above.
-void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c, Stream stream,
-                      const GemmOptions& options) {
-  staged::fp8_gemm_nt_1d1d(a, b, d, c, stream, options);
-}
-void bf16_gemm(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c, Stream stream,
-               const GemmOptions& options) {
-  staged::bf16_gemm(a, b, d, c, stream, options);
-}
-void m_grouped_bf16_gemm_contiguous(const TensorView& a, const TensorView& b, const TensorView& d,
-                                    const ContiguousLayout& layout, Stream stream, const GemmOptions& options) {
-  staged::m_grouped_bf16_gemm_contiguous(a, b, d, layout, stream, options);
-}
-void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const TensorView& d,
-                                const MaskedLayout& layout, Stream stream, const GemmOptions& options) {
-  staged::m_grouped_bf16_gemm_masked(a, b, d, layout, stream, options);
-}
-void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
-                            const KGroupedLayout& layout, Stream stream, const GemmOptions& options) {
-  staged::k_grouped_bf16_gemm_tn(a, b, d, c, layout, stream, options);
 }
 
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {

@@ -63,10 +63,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{128, 160, kernels::GroupedKind::kContiguousRowToGroup}, Case{64, 96, kernels::GroupedKind::kMasked},
         Case{128, 192, kernels::GroupedKind::kDense, 2}, Case{128, 160, kernels::GroupedKind::kMasked, 2},
         Case{64, 128, kernels::GroupedKind::kContiguousGroupEnds, 2},
-        // Recipe (1,1,128), the staged weight-gradient kernel.
+        // Recipe (1,1,128), the weight-gradient kernel.
         Case{128, 128, kernels::GroupedKind::kDense, 1, 1}, Case{128, 160, kernels::GroupedKind::kDense, 1, 1},
         Case{64, 64, kernels::GroupedKind::kDense, 1, 1},
-        // BF16 (staged): dense, masked and row-to-group.
+        // BF16: dense, masked and row-to-group.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, Case{128, 128, kernels::GroupedKind::kMasked, 1, 2},
         Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
         Case{128, 160, kernels::GroupedKind::kDense, 1, 3}, Case{64, 128, kernels::GroupedKind::kDense, 1, 3},
