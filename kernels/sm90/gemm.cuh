@@ -1,7 +1,7 @@
 // SM90 FP8 GEMM. Recipe (1,128,128): A scaled per row x 128 K, B per 128x128 block, BF16 D, for the dense,
 // m-grouped contiguous (both forms) and m-grouped masked layouts. Recipe (1,1,128) (kRecipe = 1, weight gradients):
-// A and B scaled per row x 128 K, FP32 D = C + A B^T; dense so far, and staged: it is compile-checked and has device
-// tests, but the public entry point stays off until those have run (docs/results/).
+// A and B scaled per row x 128 K, FP32 D = C + A B^T; dense, and k-grouped (per-expert descriptors written by
+// sm90/kgrouped_descriptors.cuh before the launch). BF16 (kRecipe 2, 3): see GemmRecipe.
 //
 // Structure (persistent, warp-specialised):
 //   warpgroup kMathWGs (the last 128 threads): one thread issues TMA loads of A, B and A's scales into a ring of
@@ -172,7 +172,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
-  static_assert(!kRowScaledB || (kKind == 0 && kClusterM == 1), "recipe (1,1,128): dense, no cluster, so far");
+  static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
+                "recipe (1,1,128): dense or k-grouped, no cluster, so far");
   static_assert(!kUnscaled || kClusterM == 1, "BF16: no cluster, so far");
   constexpr bool kMnMajorA = (kMnMajor & 1) != 0;
   constexpr bool kMnMajorB = (kMnMajor & 2) != 0;
@@ -181,10 +182,14 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kKGrouped = kKind == static_cast<int>(GroupedKind::kKGrouped);
   static_assert(!kMnMajorA || kKind == static_cast<int>(GroupedKind::kDense) || kKGrouped,
                 "MN-major A: dense or k-grouped only");
-  // K-grouped (the tn form): A [sum K, M] and B [sum K, N], both MN-major, one descriptor each; an expert's K range
-  // is a coordinate offset, so nothing depends on the sizes but the scheduler, which reads them each launch.
-  static_assert(!kKGrouped || (kUnscaled && kFp32Out && kMnMajor == 3 && kClusterM == 1),
-                "k-grouped: BF16, FP32 D, MN-major A and B, no cluster, so far");
+  // K-grouped BF16 (the tn form): A [sum K, M] and B [sum K, N], both MN-major, one descriptor each; an expert's K
+  // range is a coordinate offset, so nothing depends on the sizes but the scheduler, which reads them each launch.
+  // K-grouped FP8 (1,1,128): per-expert K-major blocks packed back to back, through per-expert descriptors that a
+  // stream-ordered step wrote before this launch (params.kgrouped_tma); the scales are one MN-major tensor each,
+  // the expert's K range a coordinate offset.
+  constexpr bool kKGroupedFp8 = kKGrouped && kRowScaledB;
+  static_assert(!kKGrouped || kKGroupedFp8 || (kUnscaled && kFp32Out && kMnMajor == 3 && kClusterM == 1),
+                "k-grouped: BF16 with FP32 D and MN-major A and B, or FP8 (1,1,128); no cluster, so far");
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
   constexpr int kMathWGs = kBlockM / 64;
@@ -248,6 +253,11 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           if (g >= 0 && issuer) {
             const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
             const int k_base = kKGrouped ? w.k_begin : 0;  // the expert's offset in the concatenated K
+            if constexpr (kKGroupedFp8) {
+              // The descriptors were written by the preceding kernel through the generic proxy.
+              tma_descriptor_acquire(params.kgrouped_tma + 2 * g);
+              tma_descriptor_acquire(params.kgrouped_tma + 2 * g + 1);
+            }
             for (int kb = 0; kb < tile_kb; ++kb) {
               mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
               u64* bar = &full_bar[cur.stage];
@@ -255,6 +265,17 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               unsigned char* a_dst = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes;
               unsigned char* b_dst = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
               unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;
+              if constexpr (kKGroupedFp8) {
+                // Expert g's own [M, K_g] / [N, K_g] blocks: K from 0 inside them; its scales start at k_base / 128.
+                const TmaDescriptor* desc_a = params.kgrouped_tma + 2 * g;
+                tma_load_2d(a_dst, desc_a, bar, kb * kStageK, w.a_row);
+                tma_load_2d(b_dst, desc_a + 1, bar, kb * kStageK, w.n_begin);
+                tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, k_base / kStageK + kb);
+                tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin,
+                            k_base / kStageK + kb);
+                cur.advance<kStages>();
+                continue;
+              }
               if constexpr (kMasked) {
                 const int row_in_group = w.a_row - g * prob.rows;
                 tma_load_3d(a_dst, &params.tma_a, bar, kb * kStageK, row_in_group, g);
@@ -327,13 +348,20 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
           const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
-          for (int kb = 0; kb < tile_kb; ++kb) {
-            float scale_b0 = 1.0f, scale_b1 = 1.0f;
+          // B's block scales come from global memory (L2) and are needed right after the WGMMAs of their K block.
+          // Under the TMA traffic of a full GPU an L2 round trip can outlast a K block's WGMMAs, so each scale is
+          // loaded one K block ahead (the loop's register copy waits for the load issued one iteration earlier).
+          float next_b0 = 1.0f, next_b1 = 1.0f;
+          auto load_scales_b = [&](int kb, float& b0, float& b1) {
             if constexpr (!kRowScaledB && !kUnscaled) {
-              scale_b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
-              scale_b1 =
-                  two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : scale_b0;
+              b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
+              b1 = two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : b0;
             }
+          };
+          load_scales_b(0, next_b0, next_b1);
+          for (int kb = 0; kb < tile_kb; ++kb) {
+            const float scale_b0 = next_b0, scale_b1 = next_b1;
+            load_scales_b(min_of(kb + 1, tile_kb - 1), next_b0, next_b1);
             mbarrier_wait(&full_bar[cur.stage], cur.phase);
             float sa_lo = 1.0f, sa_hi = 1.0f;
             if constexpr (!kUnscaled) {

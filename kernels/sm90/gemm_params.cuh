@@ -50,6 +50,25 @@ struct GemmParams {
   int add_c;  // 1: D = C + A B^T (read C, or D when c_f32 is null); 0: D = A B^T (D is only written)
   // K-grouped without a device copy of the sizes: K_g travel in the parameters (read where problem.routing is null).
   int ks_inline[kMaxInlineKGroups];
+  // K-grouped FP8 (per-expert packed K-major blocks): 2 descriptors per expert (A at 2g, B at 2g + 1), written by
+  // the stream-ordered descriptor step (sm90/kgrouped_descriptors.cuh) before this launch; problem.routing then
+  // points at that step's sanitised sizes.
+  const TmaDescriptor* kgrouped_tma;
+};
+
+// Parameters of the k-grouped FP8 descriptor step (sm90/kgrouped_descriptors.cuh).
+struct KGroupedDescriptorParams {
+  TmaDescriptor a_template;  // uint8 rank 2 {K, M}, box {128, block_m}, 128B swizzle
+  TmaDescriptor b_template;  // uint8 rank 2 {K, N}, box {128, block_n}, 128B swizzle
+  const unsigned char* a;    // packed A: expert g's [M, K_g] block at a + M * k_offset(g)
+  const unsigned char* b;    // packed B: expert g's [N, K_g] block at b + N * k_offset(g)
+  long long m, n;
+  int num_groups;
+  int capacity;                // sum of the host sizes: the packed buffers hold this many K columns in total
+  const int* ks_device;        // int32 [G], or null: sizes in ks_inline
+  int ks_inline[kMaxInlineKGroups];
+  TmaDescriptor* descriptors;  // out: [2 * G]: A of expert g at 2g, B at 2g + 1
+  int* ks_out;                 // out: [G] sanitised K_g, what the GEMM's scheduler reads
 };
 
 // Tile widths the kernel supports: multiples of 16 (WGMMA N) up to 192 (the accumulators of two copies of the

@@ -53,6 +53,12 @@ MOEGEMM_DEVICE void mbarrier_wait(u64* bar, u32 parity) {
 }
 
 // ---- TMA ----------------------------------------------------------------------------------------------------------
+// Acquire side of a descriptor written in global memory by an earlier kernel (generic proxy): makes those writes
+// visible to the tensormap proxy before the first TMA load through it.
+MOEGEMM_DEVICE void tma_descriptor_acquire(const TmaDescriptor* desc) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(reinterpret_cast<u64>(desc)) : "memory");
+}
+
 MOEGEMM_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(desc)) : "memory");
 }

@@ -163,6 +163,81 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
 
 namespace {
 
+// K-grouped D is stored as a flattened [G * M, N]: D must be contiguous (checked before any device query).
+void check_kgrouped_output(const validate::GemmProblem& p, const TensorView& d, const TensorView* c,
+                           const char* family) {
+  const std::int64_t m = p.m, n = p.n, groups = p.num_groups;
+  if (p.d.ld != n || p.d.group_stride != m * n) {
+    throw Error(ErrorCode::kUnsupported,
+                std::string(family) + ": d must be contiguous [G, M, N] so far, got " + d.describe());
+  }
+  const bool copy_c = p.has_c && !p.c_aliases_d;
+  if (copy_c && (p.c.ld != n || p.c.group_stride != m * n)) {
+    throw Error(ErrorCode::kUnsupported,
+                std::string(family) + ": c must be contiguous [G, M, N] so far, got " + c->describe());
+  }
+  if (p.ks_device == nullptr && groups > kernels::sm90::kMaxInlineKGroups) {
+    throw Error(ErrorCode::kUnsupported, std::string(family) + ": more than " +
+                                             std::to_string(kernels::sm90::kMaxInlineKGroups) +
+                                             " experts need layout.ks_device");
+  }
+}
+
+// A distinct C is copied into D first (stream-ordered), so experts with K_g = 0 end with D[g] = C[g] and the
+// others accumulate onto it.
+void copy_c_into_kgrouped_d(const validate::GemmProblem& p, Stream stream) {
+  const std::int64_t m = p.m, n = p.n, groups = p.num_groups;
+  if (p.has_c && !p.c_aliases_d && groups * m * n > 0) {
+    jit::check(jit::driver().cuMemcpyAsync(
+                   reinterpret_cast<CUdeviceptr>(p.d.ptr), reinterpret_cast<CUdeviceptr>(p.c.ptr),
+                   static_cast<std::size_t>(groups * m * n) * sizeof(float), static_cast<CUstream>(stream)),
+               "cuMemcpyAsync(d <- c)");
+  }
+}
+
+// Planner hint for k-grouped shapes: M and N per expert, the mean K.
+plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) {
+  plan::ShapeHint hint;
+  hint.m_per_group = p.m;
+  hint.n = p.n;
+  hint.k = static_cast<int>(std::max<std::int64_t>(128, p.k / std::max(1, p.num_groups)));
+  hint.num_groups = p.num_groups;
+  return hint;
+}
+
+}  // namespace
+
+void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c,
+                           const KGroupedLayout& layout, Stream stream, const GemmOptions& options) {
+  const validate::GemmProblem p = validate::check_k_grouped_fp8_gemm_nt(a, b, d, c, layout, options);
+  constexpr int kMaxGroups = 4096;  // the descriptor step keeps two ints per expert in shared memory
+  if (p.num_groups > kMaxGroups) {
+    throw Error(ErrorCode::kUnsupported, "k_grouped_fp8_gemm_nt: at most " + std::to_string(kMaxGroups) +
+                                             " experts so far, got " + std::to_string(p.num_groups));
+  }
+  check_kgrouped_output(p, d, c, "k_grouped_fp8_gemm_nt");
+  const int sms = resolve_num_sms(p.max_sms);
+  copy_c_into_kgrouped_d(p, stream);
+  if (p.empty) return;
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+  KernelConfig config;
+  if (p.config != nullptr) {
+    config = checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) { plan::check_fp8_1d1d_config(cfg); });
+  } else {
+    config = plan::choose_fp8_1d1d_config(kgrouped_hint(p), sms);
+  }
+  launch::GemmLaunch l = to_launch(p);
+  l.recipe = kRecipe;
+  l.sfb_mn_stride = p.sfb.k_stride;  // MN-major row scales: consecutive k-blocks are tma_aligned(N) apart
+  l.routing = p.ks_device;
+  l.host_ks = &p.ks;
+  l.add_c = true;  // onto C (copied into D above), onto C aliasing D, or onto D itself (no C: D += A B^T)
+  l.c = nullptr;
+  launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
+}
+
+namespace {
+
 // The BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D without C,
 // or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
@@ -219,28 +294,9 @@ void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const 
 void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
                             const KGroupedLayout& layout, Stream stream, const GemmOptions& options) {
   const validate::GemmProblem p = validate::check_k_grouped_bf16_gemm_tn(a, b, d, c, layout, options);
-  const std::int64_t m = p.m, n = p.n, groups = p.num_groups;
-  // The kernel stores rows of a flattened [G * M, N] D; C distinct from D is first copied into D (stream-ordered),
-  // so experts with K_g = 0 end with D[g] = C[g] and the others accumulate onto it.
-  if (p.d.ld != n || p.d.group_stride != m * n) {
-    throw Error(ErrorCode::kUnsupported, "k-grouped BF16: d must be contiguous [G, M, N] so far, got " + d.describe());
-  }
-  const bool copy_c = p.has_c && !p.c_aliases_d;
-  if (copy_c && (p.c.ld != n || p.c.group_stride != m * n)) {
-    throw Error(ErrorCode::kUnsupported, "k-grouped BF16: c must be contiguous [G, M, N] so far, got " + c->describe());
-  }
-  if (p.ks_device == nullptr && groups > kernels::sm90::kMaxInlineKGroups) {
-    throw Error(ErrorCode::kUnsupported, "k-grouped BF16: more than " +
-                                             std::to_string(kernels::sm90::kMaxInlineKGroups) +
-                                             " experts need layout.ks_device");
-  }
+  check_kgrouped_output(p, d, c, "k-grouped BF16");
   const int sms = resolve_num_sms(p.max_sms);
-  if (copy_c) {
-    jit::check(jit::driver().cuMemcpyAsync(
-                   reinterpret_cast<CUdeviceptr>(p.d.ptr), reinterpret_cast<CUdeviceptr>(p.c.ptr),
-                   static_cast<std::size_t>(groups * m * n) * sizeof(float), static_cast<CUstream>(stream)),
-               "cuMemcpyAsync(d <- c)");
-  }
+  copy_c_into_kgrouped_d(p, stream);
   if (p.empty) return;
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
   KernelConfig config;
@@ -254,12 +310,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
       }
     });
   } else {
-    plan::ShapeHint hint;
-    hint.m_per_group = m;
-    hint.n = static_cast<int>(n);
-    hint.k = static_cast<int>(std::max<std::int64_t>(128, p.k / std::max<std::int64_t>(1, groups)));
-    hint.num_groups = static_cast<int>(groups);
-    config = plan::choose_bf16_config(hint, sms, /*fp32_out=*/true, 64);
+    config = plan::choose_bf16_config(kgrouped_hint(p), sms, /*fp32_out=*/true, 64);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;

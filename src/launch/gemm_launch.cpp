@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/scheduler.cuh"
+#include "launch/kgrouped_descriptors.hpp"
 #include "launch/tma.hpp"
 #include "moegemm/error.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -109,6 +110,10 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   }
   ta.box[0] = stage_k, ta.box[1] = c.block_m, ta.box[2] = 1;
   if (a.mn_major & 1) ta.box[0] = 64, ta.box[1] = stage_k;  // [64 K][64 M] boxes, block_m / 64 per stage
+  // K-grouped FP8: a template for the per-expert descriptors (kgrouped_descriptors.cuh replaces address, K extent
+  // and row stride per expert), [rows, 128] K-major uint8 with the kernel's box.
+  const bool kgrouped_fp8 = a.layout == GroupedKind::kKGrouped && row_scaled_b;
+  if (kgrouped_fp8) ta.rank = 2, ta.dims[0] = kFp8BlockK, ta.dims[1] = a.rows, ta.strides_bytes[0] = kFp8BlockK;
   p.tma_a = make_tma_descriptor(ta);
 
   TmaSpec tb;
@@ -129,6 +134,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     tb.dims[0] = a.n, tb.dims[1] = a.k;
     tb.box[0] = 64, tb.box[1] = stage_k;
   }
+  if (kgrouped_fp8) tb.rank = 2, tb.dims[0] = kFp8BlockK, tb.dims[1] = a.n, tb.strides_bytes[0] = kFp8BlockK;
   p.tma_b = make_tma_descriptor(tb);
 
   // Scales read by TMA: MN-major FP32 [k-blocks][mn_stride], one box of `box_mn` entries per stage.
@@ -180,6 +186,31 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     std::fprintf(stderr, "moegemm launch: %s grid %u, cluster %d (at most %d resident), %u bytes shared, %lld items\n",
                  kernel.record.name.c_str(), lc.grid[0], cluster,
                  cluster > 1 ? jit::max_active_clusters(kernel, lc) : -1, lc.shared_bytes, items);
+  }
+  if (kgrouped_fp8) {
+    kernels::sm90::KGroupedDescriptorParams dp{};
+    dp.a_template = p.tma_a;
+    dp.b_template = p.tma_b;
+    dp.a = static_cast<const unsigned char*>(a.a);
+    dp.b = static_cast<const unsigned char*>(a.b);
+    dp.m = a.rows;
+    dp.n = a.n;
+    dp.num_groups = a.num_groups;
+    dp.capacity = a.k;
+    dp.ks_device = a.routing;
+    for (int g = 0; g < kernels::sm90::kMaxInlineKGroups; ++g) dp.ks_inline[g] = p.ks_inline[g];
+    const KGroupedTable table = write_kgrouped_descriptors(dp, stream);
+    p.kgrouped_tma = table.descriptors;
+    p.problem.routing = table.ks;
+    void* args[] = {&p};
+    try {
+      jit::launch(kernel, lc, args, stream);
+    } catch (...) {
+      release_kgrouped_table(table, stream);
+      throw;
+    }
+    release_kgrouped_table(table, stream);
+    return;
   }
   void* args[] = {&p};
   jit::launch(kernel, lc, args, stream);

@@ -138,6 +138,8 @@ void open_driver(DriverState& state) {
   need(d.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
   need(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
   need(d.cuMemcpyAsync, "cuMemcpyAsync");
+  need(d.cuMemAllocAsync, "cuMemAllocAsync");
+  need(d.cuMemFreeAsync, "cuMemFreeAsync");
   need(d.cuMemsetD8Async, "cuMemsetD8Async");
   need(d.cuMemsetD32Async, "cuMemsetD32Async");
   need(d.cuPointerGetAttribute, "cuPointerGetAttribute");

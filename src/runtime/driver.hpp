@@ -34,6 +34,8 @@ struct Driver {
   PFN_cuThreadExchangeStreamCaptureMode_v10010 cuThreadExchangeStreamCaptureMode = nullptr;
   PFN_cuTensorMapEncodeTiled_v12000 cuTensorMapEncodeTiled = nullptr;
   PFN_cuMemcpyAsync_v4000 cuMemcpyAsync = nullptr;
+  PFN_cuMemAllocAsync_v11020 cuMemAllocAsync = nullptr;  // stream-ordered scratch (k-grouped descriptor tables)
+  PFN_cuMemFreeAsync_v11020 cuMemFreeAsync = nullptr;
   PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
   PFN_cuMemsetD32Async_v3020 cuMemsetD32Async = nullptr;
   PFN_cuGetErrorName_v6000 cuGetErrorName = nullptr;

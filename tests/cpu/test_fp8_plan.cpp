@@ -129,7 +129,18 @@ TEST(WgradAndBf16EntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
   EXPECT_EQ(code_of([&] { fp8_gemm_nt_1d1d(fa, fb, d, nullptr, nullptr, wgrad); }),
             ErrorCode::kInvalidArgument);  // BF16 D: recipe (1,1,128) writes FP32
   EXPECT_EQ(code_of([&] { k_grouped_fp8_gemm_nt(fa, fb, d32, &d32, KGroupedLayout{}, nullptr, wgrad); }),
-            ErrorCode::kUnsupported);
+            ErrorCode::kInvalidArgument);  // no experts
+  // Two experts of K 256 each: packed A [M * 512] and B [N * 512], D [2, M, N].
+  Fp8Operand ka{TensorView::contiguous(fake, DType::kFloat8E4M3, {m * k}),
+                TensorView::strided(fake, DType::kFloat32, {m, k / 128}, {1, m})};
+  Fp8Operand kb{TensorView::contiguous(fake, DType::kFloat8E4M3, {n * k}),
+                TensorView::strided(fake, DType::kFloat32, {n, k / 128}, {1, n})};
+  const TensorView kd = TensorView::contiguous(fake, DType::kFloat32, {2, m, n});
+  KGroupedLayout two{{256, 256}, {}};
+  EXPECT_EQ(code_of([&] { k_grouped_fp8_gemm_nt(ka, kb, kd, &kd, two, nullptr, wgrad); }), ErrorCode::kNoDevice);
+  const TensorView kd_padded = TensorView::strided(fake, DType::kFloat32, {2, m, n}, {m * (n + 8), n + 8, 1});
+  EXPECT_EQ(code_of([&] { k_grouped_fp8_gemm_nt(ka, kb, kd_padded, nullptr, two, nullptr, wgrad); }),
+            ErrorCode::kUnsupported);  // D must be contiguous so far, said before looking for a device
 }
 
 }  // namespace

@@ -66,6 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Recipe (1,1,128), the weight-gradient kernel.
         Case{128, 128, kernels::GroupedKind::kDense, 1, 1}, Case{128, 160, kernels::GroupedKind::kDense, 1, 1},
         Case{64, 64, kernels::GroupedKind::kDense, 1, 1},
+        // Recipe (1,1,128) k-grouped: per-expert descriptors from the descriptor step.
+        Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1}, Case{128, 160, kernels::GroupedKind::kKGrouped, 1, 1},
         // BF16: dense, masked and row-to-group.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, Case{128, 128, kernels::GroupedKind::kMasked, 1, 2},
         Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
@@ -81,6 +83,15 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
              "_recipe" + std::to_string(info.param.recipe) + "_mn" + std::to_string(info.param.mn_major);
     });
+
+// The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
+TEST(KGroupedDescriptorKernel, CompilesForSm90a) {
+  const jit::CompiledBinary bin = jit::compile_cubin("sm90_kgrouped_descriptors",
+                                                     "#include \"sm90/kgrouped_descriptors.cuh\"\n",
+                                                     "moegemm::kernels::sm90::kgrouped_descriptor_kernel");
+  ASSERT_FALSE(bin.cubin.empty()) << bin.log;
+  EXPECT_EQ(bin.usage.spill_store_bytes, 0) << bin.log;
+}
 
 }  // namespace
 }  // namespace moegemm
