@@ -125,6 +125,11 @@ MOEGEMM_DEVICE void named_barrier_sync(u32 id, u32 count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+// Arrives on barrier `id` without waiting (the waiting side uses named_barrier_sync with the same count).
+MOEGEMM_DEVICE void named_barrier_arrive(u32 id, u32 count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
 template <u32 kRegs>
 MOEGEMM_DEVICE void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
