@@ -123,45 +123,50 @@ MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float
 
 // Epilogue of the FP32-output recipes: D = C + result (or D = result without add_c) in FP32 straight from the
 // accumulators (8-byte accesses to column pairs), C read at the same element D is written (so C may be D), rows
-// bounded by the scheduler's row_action. Every C load of the tile is issued before the first add: a load-add-store
-// chain per pair would pay one L2/HBM round trip per pair (40 of them at block_n 160), which measured as half of the
-// weight-gradient kernel's time (docs/results/2026-12-03-kgrouped-and-epilogue.md).
+// bounded by the scheduler's row_action. The C loads go out 16 pairs at a time before their adds: a load-add-store
+// chain per pair paid one L2/HBM round trip per pair (40 of them at block_n 160), about half of the weight-gradient
+// kernel's time (docs/results/2026-12-03-kgrouped-and-epilogue.md).
 template <int kBlockN>
 MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
                                       int pass_group, bool first_pass, const float (&result)[kBlockN / 2],
                                       int tile_row_lo, int col0) {
   constexpr int kPairs = kBlockN / 4;  // a thread's accumulators come in column pairs
-  static_assert(kPairs <= 64, "one bit per pair");
-  unsigned long long store_mask = 0;
-  float c_pairs[2 * kPairs];
+  // Loads in flight per round: 16 pairs (32 registers) keeps the epilogue spill-free next to the accumulators.
+  constexpr int kChunk = kPairs < 16 ? kPairs : 16;
 #pragma unroll
-  for (int j = 0; j < kPairs; ++j) {
-    const int i = 2 * j;
-    const int row = w.row_begin + tile_row_lo + ((i >> 1) & 1) * 8;
-    const int col = w.n_begin + (i >> 2) * 8 + col0;
-    c_pairs[2 * j] = 0.0f;
-    c_pairs[2 * j + 1] = 0.0f;
-    // N is a multiple of 8, so col + 1 < N as well.
-    if (col >= prob.n || row_action(prob, w, pass_group, first_pass, row) != RowAction::kStoreAccumulator) continue;
-    store_mask |= 1ull << j;
-    if (params.add_c) {
-      const float* c = params.c_f32 != nullptr ? params.c_f32 + static_cast<long long>(row) * params.ldc + col
-                                               : params.d_f32 + static_cast<long long>(row) * params.ldd + col;
-      const float2 v = *reinterpret_cast<const float2*>(c);
-      c_pairs[2 * j] = v.x;
-      c_pairs[2 * j + 1] = v.y;
+  for (int first = 0; first < kPairs; first += kChunk) {
+    unsigned store_mask = 0;
+    float c_pairs[2 * kChunk];
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) {
+      const int i = 2 * (first + j);
+      c_pairs[2 * j] = 0.0f;
+      c_pairs[2 * j + 1] = 0.0f;
+      if (first + j >= kPairs) continue;
+      const int row = w.row_begin + tile_row_lo + ((i >> 1) & 1) * 8;
+      const int col = w.n_begin + (i >> 2) * 8 + col0;
+      // N is a multiple of 8, so col + 1 < N as well.
+      if (col >= prob.n || row_action(prob, w, pass_group, first_pass, row) != RowAction::kStoreAccumulator) continue;
+      store_mask |= 1u << j;
+      if (params.add_c) {
+        const float* c = params.c_f32 != nullptr ? params.c_f32 + static_cast<long long>(row) * params.ldc + col
+                                                 : params.d_f32 + static_cast<long long>(row) * params.ldd + col;
+        const float2 v = *reinterpret_cast<const float2*>(c);
+        c_pairs[2 * j] = v.x;
+        c_pairs[2 * j + 1] = v.y;
+      }
     }
-  }
 #pragma unroll
-  for (int j = 0; j < kPairs; ++j) {
-    if (((store_mask >> j) & 1ull) == 0) continue;
-    const int i = 2 * j;
-    const int row = w.row_begin + tile_row_lo + ((i >> 1) & 1) * 8;
-    const int col = w.n_begin + (i >> 2) * 8 + col0;
-    float2 v;
-    v.x = c_pairs[2 * j] + result[i];
-    v.y = c_pairs[2 * j + 1] + result[i + 1];
-    *reinterpret_cast<float2*>(params.d_f32 + static_cast<long long>(row) * params.ldd + col) = v;
+    for (int j = 0; j < kChunk; ++j) {
+      if (((store_mask >> j) & 1u) == 0) continue;
+      const int i = 2 * (first + j);
+      const int row = w.row_begin + tile_row_lo + ((i >> 1) & 1) * 8;
+      const int col = w.n_begin + (i >> 2) * 8 + col0;
+      float2 v;
+      v.x = c_pairs[2 * j] + result[i];
+      v.y = c_pairs[2 * j + 1] + result[i + 1];
+      *reinterpret_cast<float2*>(params.d_f32 + static_cast<long long>(row) * params.ldd + col) = v;
+    }
   }
 }
 
@@ -355,15 +360,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     TileWork pair;
     float acc[kAcc];
     float result[kAcc];
-    // Two math warpgroups take turns issuing their K block's WGMMAs (warpgroup 0 first, then 1, then 0 with the
-    // next block...). The tensor cores run the batches in issue order, so one warpgroup's promotion and barrier
-    // wait overlap the other's batch. Without the turns, both warpgroups released by the same full barrier issue
-    // interleaved batches that finish together, and both then promote while the tensor cores idle; once in step
-    // they stay in step. Barriers 3 and 4 (1 and 2 are the epilogue's): "warpgroup 1 may issue" and "warpgroup 0
-    // may issue".
-    constexpr bool kTakeTurns = kMathWGs == 2;
-    constexpr u32 kTurnOfWg1 = 3, kTurnOfWg0 = 4;
-    bool issued_any = false;
     while (tiles.next(pair, false)) {
       const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
       for (int g = first_pass_group<kLayout>(prob, w), first = 1;; first = 0) {
@@ -411,13 +407,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 kMnMajorB ? make_smem_desc_mnmajor_sw128(b_tile, kMnChunkBytes) : make_smem_desc_kmajor_sw128(b_tile);
             constexpr u64 kStepA = kMnMajorA ? (16 * 128) >> 4 : 2;
             constexpr u64 kStepB = kMnMajorB ? (16 * 128) >> 4 : 2;
-            if constexpr (kTakeTurns) {
-              if (warpgroup == 1) {
-                named_barrier_sync(kTurnOfWg1, 256);
-              } else if (issued_any) {
-                named_barrier_sync(kTurnOfWg0, 256);
-              }
-            }
             fence_registers(acc);
             wgmma_fence();
 #pragma unroll
@@ -433,10 +422,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               }
             }
             wgmma_commit();
-            if constexpr (kTakeTurns) {
-              named_barrier_arrive(warpgroup == 0 ? kTurnOfWg1 : kTurnOfWg0, 256);
-              issued_any = true;
-            }
             fence_registers(acc);
             wgmma_wait<0>();
             fence_registers(acc);
@@ -503,11 +488,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
         g = following_pass_group<kLayout>(prob, w, g);
         if (g < 0) break;
       }
-    }
-    // Warpgroup 1's last "warpgroup 0 may issue" has no issue left to wait for it: take it, so no barrier is left
-    // with pending arrivals.
-    if constexpr (kTakeTurns) {
-      if (warpgroup == 0 && issued_any) named_barrier_sync(kTurnOfWg0, 256);
     }
   }  // consumers
   // No CTA may exit while its peer can still arrive on its barriers or multicast into its shared memory.
