@@ -10,7 +10,9 @@ torch = pytest.importorskip("torch", reason="GPU tests need torch")
 
 import moegemm  # noqa: E402
 import moegemm.deep_gemm as deep_gemm  # noqa: E402
-from gpu_helpers import assert_close, call, dequantize_per_block, dequantize_per_token, poisoned  # noqa: E402
+from gpu_helpers import (  # noqa: E402
+    assert_close, call, call_built, dequantize_per_block, dequantize_per_token, poisoned,
+)
 
 pytestmark = pytest.mark.usefixtures("cuda_torch")
 
@@ -144,37 +146,66 @@ def test_m_grouped_fp8_masked_writes_only_valid_rows(capacity):
         assert d[i, masked[i]:].isnan().all(), f"rows past masked_m[{i}] were written"
 
 
-def test_k_grouped_fp8_nt():
-    m, n = 256, 512
-    ks = [384, 0, 128, 256]
-    g = len(ks)
-    a_parts, b_parts, sfa_parts, sfb_parts, refs = [], [], [], [], []
-    c = randn(g, m, n, dtype=torch.float32) * 32
-    for i, kg in enumerate(ks):
-        a_g, b_g = randn(kg, m), randn(kg, n)   # [k_g, M] and [k_g, N], as the anchor generates them
+def k_grouped_fp8_operands(m, n, ks):
+    """The anchor's generator for the weight gradients of the experts: A [sum k, M] and B [sum k, N] in BF16,
+    tokens first, cast per channel x 128 tokens, each expert's block transposed to K-major [M, k_g] / [N, k_g] and
+    the blocks concatenated (1-D); SFA [M, sum k / 128], SFB [N, sum k / 128]. Also returns, per expert, the
+    float64 dequantized K-major blocks and the unquantized ones."""
+    a_parts, b_parts, sfa_parts, sfb_parts, dequantized, exact = [], [], [], [], [], []
+    for kg in ks:
+        a_g, b_g = randn(kg, m), randn(kg, n)
         if kg == 0:
-            refs.append(c[i].double())
+            dequantized.append(None)
+            exact.append(None)
             continue
         qa, sa = deep_gemm.per_channel_cast_to_fp8(a_g)
         qb, sb = deep_gemm.per_channel_cast_to_fp8(b_g)
-        a_parts.append(qa.T.contiguous().view(-1))   # K-major [M, k_g] blocks, concatenated
+        a_parts.append(qa.T.contiguous().view(-1))
         b_parts.append(qb.T.contiguous().view(-1))
         sfa_parts.append(sa)
         sfb_parts.append(sb)
-        dq_a = qa.double() * sa.double().repeat_interleave(128, dim=0)
-        dq_b = qb.double() * sb.double().repeat_interleave(128, dim=0)
-        refs.append(c[i].double() + dq_a.T @ dq_b)
+        dq_a = qa.double() * sa.double().repeat_interleave(128, dim=0)   # [k_g, M]
+        dq_b = qb.double() * sb.double().repeat_interleave(128, dim=0)   # [k_g, N]
+        dequantized.append((dq_a, dq_b))
+        exact.append((a_g.double(), b_g.double()))
     a = torch.cat(a_parts)
     b = torch.cat(b_parts)
-    sfa, sfb = torch.cat(sfa_parts).T, torch.cat(sfb_parts).T
-    d = c.clone()
+    sfa, sfb = torch.cat(sfa_parts).T, torch.cat(sfb_parts).T   # [M, sum k / 128], [N, sum k / 128]
+    return (a, sfa), (b, sfb), dequantized, exact
+
+
+@pytest.mark.parametrize("m, n, ks", [(256, 512, [384, 0, 128, 256]),
+                                      (198, 136, [128, 512, 256]),     # M: no tile multiple, SFA padded by the drop-in
+                                      (128, 256, [0, 256, 0, 128, 0])])
+@pytest.mark.parametrize("c_form", ["aliases_d", "distinct"])
+def test_k_grouped_fp8_nt(m, n, ks, c_form):
+    """deep_gemm.k_grouped_fp8_gemm_nt_contiguous against float64 references: D[g] = C[g] + A_g^T B_g with A_g and
+    B_g the dequantized FP8 operands (tight), and against the unquantized BF16 inputs (the anchor's threshold).
+    An expert with k_g = 0 keeps D[g] = C[g] bit for bit. No skip for a missing kernel: it must exist."""
+    g = len(ks)
+    a, b, dequantized, exact = k_grouped_fp8_operands(m, n, ks)
+    c = randn(g, m, n, dtype=torch.float32) * 32
+    c_before = c.clone()
+    if c_form == "aliases_d":
+        d = c.clone()
+        c_arg = d
+    else:
+        d = poisoned(torch, (g, m, n), torch.float32)
+        c_arg = c
+    pointer = d.data_ptr()
     layout = torch.tensor(ks, dtype=torch.int32, device="cuda")
-    call(deep_gemm.k_grouped_fp8_gemm_nt_contiguous, (a, sfa), (b, sfb), d, ks, layout, c=d)
+    call_built(deep_gemm.k_grouped_fp8_gemm_nt_contiguous, a, b, d, ks, layout, c=c_arg)
+    torch.cuda.synchronize()
+    assert d.data_ptr() == pointer
+    assert torch.equal(c, c_before), "C was modified"
     for i in range(g):
         if ks[i] == 0:
-            assert torch.equal(d[i], c[i]), "an expert with K = 0 keeps D = C"
-        else:
-            assert_close(d[i], refs[i], FP8_EXACT)
+            assert torch.equal(d[i], c_before[i]), f"expert {i} has k = 0 and must keep D = C"
+            continue
+        dq_a, dq_b = dequantized[i]
+        assert_close(d[i], c_before[i].double() + dq_a.T @ dq_b, FP8_EXACT)
+        x_a, x_b = exact[i]
+        assert_close(d[i], c_before[i].double() + x_a.T @ x_b, FP8_ANCHOR)
 
 
 # ---- BF16 ------------------------------------------------------------------------------------------------------

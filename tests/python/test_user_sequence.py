@@ -212,8 +212,8 @@ def generate_k_grouped(num_groups, m, n, expected_k, zero_one_group):
 
 
 @pytest.mark.parametrize("use_bf16", [False, True])
-@skip_unbuilt
 def test_k_grouped_gemm_contiguous(use_bf16):
+    # No skip_unbuilt: both kernels must exist (the FP8 one fails with NotImplementedError until it is built).
     reset_seed()
     threshold = 1e-5 if use_bf16 else 0.001
     for num_groups, m, n, expected_k in ((4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096),
