@@ -92,6 +92,26 @@ TEST(ValidateBf16, CMustHaveTheDtypeOfD) {
   EXPECT_INVALID(run_bf16(x), "c: must have the dtype of d (bfloat16), got float32");
 }
 
+// The epilogues store whole column groups: 16-byte alignment of D's rows does not bound N when M == 1 (no row
+// stride) or when D is a padded view, so N itself is checked.
+TEST(ValidateBf16, NMustBeAMultipleOf8ForBf16D) {
+  auto x = bf16_dense(1, 100, 320);
+  EXPECT_INVALID(run_bf16(x), "b: N must be a multiple of 8 (the BF16 epilogue stores 8 columns per 16 bytes)",
+                 "got N = 100");
+  x = bf16_dense(256, 500, 320);
+  x.d = TensorView::strided(fake(kD), DType::kBFloat16, {256, 500}, {504, 1});
+  EXPECT_INVALID(run_bf16(x), "b: N must be a multiple of 8", "got N = 500");
+}
+
+TEST(ValidateBf16, NMustBeEvenForFloat32D) {
+  auto x = bf16_dense(1, 129, 320);
+  x.d = TensorView::contiguous(fake(kD), DType::kFloat32, {1, 129});
+  EXPECT_INVALID(run_bf16(x), "b: N must be a multiple of 2 (the FP32 epilogue stores column pairs)", "got N = 129");
+  x.d = TensorView::contiguous(fake(kD), DType::kFloat32, {1, 130});
+  x.b = TensorView::contiguous(fake(kB), DType::kBFloat16, {130, 320});
+  EXPECT_EQ(run_bf16(x).n, 130);
+}
+
 TEST(ValidateBf16, KMustBePositive) {
   EXPECT_INVALID(run_bf16(bf16_dense(256, 512, 0)), "a: K must be positive, got K = 0");
 }
@@ -139,6 +159,11 @@ TEST(ValidateBf16, GroupedKMustBeAMultipleOf8) {
   x.a = TensorView::strided(fake(kA), DType::kBFloat16, {512, 100}, {104, 1});
   x.b = TensorView::strided(fake(kB), DType::kBFloat16, {4, 256, 100}, {256 * 104, 104, 1});
   EXPECT_INVALID(run_bf16_contiguous(x), "a: K must be a multiple of 8 (16-byte rows of BF16 A)", "got K = 100");
+}
+
+TEST(ValidateBf16, GroupedNMustBeAMultipleOf8) {
+  auto x = bf16_masked(8, 1, 100, 256);  // capacity 1: D has no row stride to check
+  EXPECT_INVALID(run_bf16_masked(x), "b: N must be a multiple of 8", "got N = 100");
 }
 
 TEST(ValidateBf16, GroupedDMustBeBf16) {
