@@ -60,7 +60,8 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
 // ---- BF16: FP32 accumulation, no scales ---------------------------------------------------------------------------
 
 // D[M,N] = C + A @ B^T, with A [M,K] and B [N,K] each K-major (stride[1] == 1) or MN-major (stride[0] == 1): the NT,
-// NN, TN and TT forms are views of the same call. D BF16 or FP32; C (optional, nullptr) of D's dtype, may alias D.
+// NN, TN and TT forms are views of the same call. D BF16 (N a multiple of 8) or FP32 (N even); C (optional,
+// nullptr) of D's dtype, may alias D. FP32 accumulation; with BF16 D, C is added in FP32 before the one rounding.
 void bf16_gemm(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c, Stream stream,
                const GemmOptions& options = {});
 

@@ -170,6 +170,41 @@ MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerP
   }
 }
 
+// BF16 D = C + A B^T (recipe kBf16AddC): result += C in FP32, before the epilogue rounds to BF16. Each thread reads
+// the bf16 pair at the two elements of D its accumulators i, i + 1 become, for the rows and columns the store loop
+// writes. Why C may be D: only this warpgroup writes these elements (its 64 rows of a tile no other CTA has), and
+// it writes them only after the named barriers that follow these loads; bar.sync performs a participant's earlier
+// loads relative to every participant, so no load sees a new value. Reading 16-byte chunks in the store loop
+// instead would need an FP32 staging buffer (twice the shared memory, fewer stages) to add before rounding. A
+// warp's 4-byte loads cover 16-byte row segments; the rest of each 32-byte sector is a neighbouring column group's,
+// loaded by the same warp right after. Plain (coherent) loads, not the read-only path: this kernel may write C.
+template <int kBlockN>
+MOEGEMM_DEVICE void add_bf16_c(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
+                               int pass_group, bool first_pass, float (&result)[kBlockN / 2], int tile_row_lo,
+                               int col0) {
+  // Accumulator 4j + 2h + e is row lo + 8h, column 8j + col0 + e. Per row half, all loads first (predicated, 0
+  // where nothing is stored), then the adds: two memory latencies per tile instead of one per pair. (Both halves
+  // at once spill at block_n 192 with 128-row tiles.)
+  const int row_lo = w.row_begin + tile_row_lo;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row_lo + 8 * h;
+    const bool store = row_action(prob, w, pass_group, first_pass, row) == RowAction::kStoreAccumulator;
+    const unsigned short* c_row = params.c_bf16 + static_cast<long long>(row) * params.ldc + w.n_begin + col0;
+    u32 c[kBlockN / 8];
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      // N is a multiple of 8 (validated), so a pair is inside N when its group is.
+      c[j] = load_global_u32_if(c_row + j * 8, store && w.n_begin + j * 8 < prob.n);
+    }
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      result[4 * j + 2 * h] += __uint_as_float(c[j] << 16);                 // column 8j + col0 (lower address)
+      result[4 * j + 2 * h + 1] += __uint_as_float(c[j] & 0xffff0000u);  // column 8j + col0 + 1
+    }
+  }
+}
+
 // Per-stage ring position, identical in producer and consumers.
 struct PipelineCursor {
   int stage = 0;
@@ -193,6 +228,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
+  constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
@@ -200,6 +236,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
                 "recipe (1,1,128): dense or k-grouped, no cluster, so far");
   static_assert(!kUnscaled || kClusterM == 1, "BF16: no cluster, so far");
+  static_assert(!kAddBf16C || kKind == static_cast<int>(GroupedKind::kDense), "BF16 D with C: dense only");
   constexpr bool kMnMajorA = (kMnMajor & 1) != 0;
   constexpr bool kMnMajorB = (kMnMajor & 2) != 0;
   constexpr u32 kMnChunkBytes = 64 * 128;  // one [64 K rows][64 MN values] BF16 box
@@ -460,6 +497,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           continue;
         }
         // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
+        if constexpr (kAddBf16C) {
+          add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result, warpgroup * 64 + row_lo,
+                              static_cast<int>(lane % 4) * 2);
+        }
         named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
 #pragma unroll
         for (int i = 0; i < kAcc; i += 2) {

@@ -18,10 +18,14 @@ enum class GemmRecipe : int {
   kFp8_1d1d = 1,  // FP8, (1,1,128): A and B per row x 128 K (weight gradients); FP32 D = C + A B^T
   kBf16 = 2,      // BF16 A and B (K-major), no scales, FP32 accumulation over all of K; BF16 D
   kBf16Fp32 = 3,  // the same with FP32 D (= C + A B^T, or = A B^T)
+  // BF16 D = C + A B^T with a BF16 C (dense; C may be D), added in FP32 before rounding. Its own value rather than
+  // a run-time flag, so the kBf16 instances keep exactly their code (no C load, no branch).
+  kBf16AddC = 4,
 };
 
 MOEGEMM_HD constexpr bool recipe_is_bf16(int recipe) {
-  return recipe == static_cast<int>(GemmRecipe::kBf16) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32);
+  return recipe == static_cast<int>(GemmRecipe::kBf16) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32) ||
+         recipe == static_cast<int>(GemmRecipe::kBf16AddC);
 }
 MOEGEMM_HD constexpr bool recipe_has_fp32_out(int recipe) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32);
@@ -42,10 +46,15 @@ struct GemmParams {
   TmaDescriptor tma_a;    // uint8 [K, rows] (2-D) or [K, capacity, G] (3-D, masked), box {128, block_m}, 128B swizzle
   TmaDescriptor tma_b;    // uint8 [K, N, G], box {128, block_n, 1}, 128B swizzle
   TmaDescriptor tma_sfa;  // fp32 [tma_aligned(rows), kb] or [tma_aligned(capacity), G*kb] (masked), box {block_m, 1}
-  // FP32-output recipes only (after the 1D2D fields, so their offsets stay put):
+  // FP32-output recipes and kBf16AddC only (after the 1D2D fields, so their offsets stay put):
   TmaDescriptor tma_sfb;  // recipe (1,1,128): fp32 [tma_aligned(N), kb], box {block_n, 1}: B's row scales per stage
   float* d_f32;           // FP32 D, row stride ldd
-  const float* c_f32;     // FP32 C with row stride ldc (may equal d_f32); nullptr with add_c: C is D itself
+  // C with row stride ldc. The recipe says which member is read; a union keeps the struct, and so the PTX of the
+  // instances that read no BF16 C, as it was.
+  union {
+    const float* c_f32;            // FP32 C (may equal d_f32); nullptr with add_c: C is D itself
+    const unsigned short* c_bf16;  // kBf16AddC: BF16 C, never null; equal to d when C aliases D
+  };
   long long ldc;
   int add_c;  // 1: D = C + A B^T (read C, or D when c_f32 is null); 0: D = A B^T (D is only written)
   // K-grouped without a device copy of the sizes: K_g travel in the parameters (read where problem.routing is null).

@@ -212,6 +212,18 @@ MOEGEMM_DEVICE float load_global_nc_f32(const float* p) {
   return v;
 }
 
+// A 4-byte global load when `pred`, else 0. Predicated rather than branched, so a run of them issues back to back
+// (one memory latency for all); "memory" keeps them before the barriers that follow.
+MOEGEMM_DEVICE u32 load_global_u32_if(const void* p, bool pred) {
+  u32 v;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b32 %0, 0;\n @p ld.global.b32 %0, [%1];\n}"
+      : "=r"(v)
+      : "l"(p), "r"(static_cast<int>(pred))
+      : "memory");
+  return v;
+}
+
 MOEGEMM_DEVICE int load_global_s32(const int* p) {
   int v;
   asm volatile("ld.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

@@ -155,7 +155,7 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
   l.recipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   l.sfb_mn_stride = p.sfb.k_stride;  // MN-major row scales: consecutive k-blocks are tma_aligned(N) apart
   // C distinct from D is read where D is written; C aliasing D, or no C (D += A B^T), reads D itself.
-  l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
+  l.c = p.has_c && !p.c_aliases_d ? p.c.ptr : nullptr;
   l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
   l.add_c = true;
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
@@ -238,38 +238,38 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
 
 namespace {
 
-// The BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D without C,
-// or FP32 D with or without C.
+// The BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D with or without C
+// (dense only: the m-grouped forms take no C), or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
-  if (p.d.dtype == DType::kBFloat16 && p.has_c) {
-    throw Error(ErrorCode::kUnsupported,
-                "the BF16 kernel takes C only with an FP32 D so far (BF16 accumulation into C is not built yet)");
-  }
+  using kernels::sm90::GemmRecipe;
   const int mn_major = (p.a.major == validate::Major::kMN ? 1 : 0) | (p.b.major == validate::Major::kMN ? 2 : 0);
   if (p.empty) return;
   const int sms = resolve_num_sms(p.max_sms);
   const bool fp32_out = p.d.dtype == DType::kFloat32;
-  const int kRecipe =
-      static_cast<int>(fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16);
+  const GemmRecipe recipe = fp32_out ? GemmRecipe::kBf16Fp32 : p.has_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, kRecipe, [&](const KernelConfig& c) {
-      plan::check_bf16_config(c, fp32_out);
+    config = checked_override(*p.config, sms, static_cast<int>(recipe), [&](const KernelConfig& c) {
+      plan::check_bf16_config(c, recipe);
       if ((mn_major & 2) && c.block_n % 64 != 0) {
         throw Error(ErrorCode::kInvalidArgument,
                     "options.config: an MN-major B needs block_n a multiple of 64, got " + c.to_string());
       }
     });
   } else {
-    config = plan::choose_bf16_config(shape_hint(p), sms, fp32_out, (mn_major & 2) ? 64 : 16);
+    config = plan::choose_bf16_config(shape_hint(p), sms, recipe, (mn_major & 2) ? 64 : 16);
   }
   launch::GemmLaunch l = to_launch(p);
-  l.recipe = kRecipe;
+  l.recipe = static_cast<int>(recipe);
   l.mn_major = mn_major;
   if (fp32_out) {
     l.add_c = p.has_c || p.accumulate_into_d;
-    l.c = p.has_c && !p.c_aliases_d ? static_cast<const float*>(p.c.ptr) : nullptr;
+    l.c = p.has_c && !p.c_aliases_d ? p.c.ptr : nullptr;
     l.ldc = p.has_c && !p.c_aliases_d ? p.c.ld : 0;
+  } else if (p.has_c) {
+    // BF16 C is always passed: when it aliases D it is D's pointer and row stride (validated as the same).
+    l.c = p.c.ptr;
+    l.ldc = p.c.ld;
   }
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
@@ -302,7 +302,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   KernelConfig config;
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) {
-      plan::check_bf16_config(cfg, /*fp32_out=*/true);
+      plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32);
       if (cfg.block_n % 64 != 0) {
         throw Error(
             ErrorCode::kInvalidArgument,
@@ -310,7 +310,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
       }
     });
   } else {
-    config = plan::choose_bf16_config(kgrouped_hint(p), sms, /*fp32_out=*/true, 64);
+    config = plan::choose_bf16_config(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 64);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;

@@ -79,11 +79,16 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   const bool row_scaled_b = a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   if (kernels::sm90::recipe_has_fp32_out(a.recipe)) {
     p.d_f32 = static_cast<float*>(a.d);
-    p.c_f32 = a.c;
+    p.c_f32 = static_cast<const float*>(a.c);
     p.ldc = a.ldc;
     p.add_c = a.add_c ? 1 : 0;
   } else {
     p.d = static_cast<unsigned short*>(a.d);
+    if (a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16AddC)) {
+      if (a.c == nullptr) throw Error(ErrorCode::kInternal, "BF16 D with C: launched without C");
+      p.c_bf16 = static_cast<const unsigned short*>(a.c);
+      p.ldc = a.ldc;
+    }
   }
   p.ldd = a.ldd;
   p.d_group_stride = masked ? a.d_group_stride : 0;

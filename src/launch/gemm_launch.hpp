@@ -29,18 +29,18 @@ struct GemmLaunch {
   void* d = nullptr;
   std::int64_t ldd = 0, d_group_stride = 0;
   const int* routing = nullptr;
-  // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart). FP32-output recipes: C.
+  // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart).
   int recipe = 0;  // kernels::sm90::GemmRecipe
   std::int64_t sfb_mn_stride = 0;
-  const float* c = nullptr;
+  // C, of D's dtype, row stride ldc. FP32-output recipes: D = C + A B^T with add_c (C = c, or D itself when c is
+  // null), else D = A B^T. kBf16AddC: D = C + A B^T, c never null (it is d when C aliases D).
+  const void* c = nullptr;
   std::int64_t ldc = 0;
   bool add_c = false;
-  int mn_major = 0;
+  int mn_major = 0;  // BF16: bit 0 = A is MN-major ([K, M], lda between K rows), bit 1 = B is MN-major ([G][K, N])
   // K-grouped: the sizes on the host (they travel in the kernel parameters when `routing` is null; at most
   // kernels::sm90::kMaxInlineKGroups experts).
-  const std::vector<std::int64_t>* host_ks =
-      nullptr;  // BF16: bit 0 = A is MN-major ([K, M], lda between K rows), bit 1 = B is MN-major ([G][K, N])  //
-                // FP32-output recipes: D = C + A B^T (C = c, or D itself when c is null); else D = A B^T
+  const std::vector<std::int64_t>* host_ks = nullptr;
 };
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is

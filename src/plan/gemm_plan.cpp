@@ -60,8 +60,10 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
   // kKBlockLatencyUs, however small the tile (measured: 64x16 tiles ran at 0.3-0.4 us per K block).
   const double num_kb = std::ceil(h.k / static_cast<double>(kernels::sm90::stage_k(recipe)));
   const double per_tile_us = std::max({mma_us, load_us, num_kb * kKBlockLatencyUs}) + kTileOverheadUs;
-  const double hbm_bytes =
-      static_cast<double>(h.num_groups) * (esize * (h.m_per_group * h.k + 1.0 * h.n * h.k) + 2.0 * h.m_per_group * h.n);
+  // D is written once (two bytes a value); BF16 D with C also reads C.
+  const double out_bytes = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16AddC) ? 4.0 : 2.0;
+  const double hbm_bytes = static_cast<double>(h.num_groups) *
+                           (esize * (h.m_per_group * h.k + 1.0 * h.n * h.k) + out_bytes * h.m_per_group * h.n);
   return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
 }
 
@@ -108,8 +110,11 @@ KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool all
   return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 
-KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, bool fp32_out, int block_n_multiple) {
-  const auto recipe = fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16;
+KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
+                                int block_n_multiple) {
+  if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {
+    throw Error(ErrorCode::kInternal, "choose_bf16_config: not a BF16 recipe");
+  }
   return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple);
 }
 
@@ -139,11 +144,16 @@ void check_common(const KernelConfig& c, int recipe) {
 
 }  // namespace
 
-void check_bf16_config(const KernelConfig& c, bool fp32_out) {
-  if (!kernels::sm90::bf16_block_n_supported(c.block_n))
-    config_fail("block_n must be a multiple of 16 in [16, 192]", c);
+void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe) {
+  const int r = static_cast<int>(recipe);
+  if (!kernels::sm90::recipe_is_bf16(r)) throw Error(ErrorCode::kInternal, "check_bf16_config: not a BF16 recipe");
+  if (!kernels::sm90::gemm_block_n_supported(r, c.block_n)) {
+    config_fail(kernels::sm90::recipe_has_fp32_out(r) ? "block_n must be a multiple of 16 in [16, 160] for FP32 D"
+                                                       : "block_n must be a multiple of 16 in [16, 192]",
+                c);
+  }
   if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("BF16 runs without clusters (1x1) so far", c);
-  check_common(c, static_cast<int>(fp32_out ? kernels::sm90::GemmRecipe::kBf16Fp32 : kernels::sm90::GemmRecipe::kBf16));
+  check_common(c, r);
 }
 
 void check_fp8_1d1d_config(const KernelConfig& c) {

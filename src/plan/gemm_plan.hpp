@@ -5,6 +5,7 @@
 #include <string>
 
 #include "moegemm/config.hpp"
+#include "sm90/gemm_params.cuh"
 
 namespace moegemm::plan {
 
@@ -25,14 +26,16 @@ KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool all
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 
-// BF16 (K-major A and B, no scales): the same model at the BF16 rate over the tiles that kernel supports.
-// block_n_multiple: 64 when B is MN-major (whole 64-wide TMA boxes).
-KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, bool fp32_out = false, int block_n_multiple = 16);
+// BF16 (no scales): the same model at the BF16 rate over the tiles that kernel supports. recipe: kBf16 (BF16 D),
+// kBf16Fp32 (FP32 D) or kBf16AddC (BF16 D = C + A B^T). block_n_multiple: 64 when B is MN-major (whole 64-wide
+// TMA boxes).
+KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
+                                int block_n_multiple = 16);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
 void check_fp8_1d1d_config(const KernelConfig& config);
-void check_bf16_config(const KernelConfig& config, bool fp32_out = false);
+void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe recipe);
 
 // Dynamic shared memory a configuration launches with.
 // recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).

@@ -35,6 +35,7 @@ GemmProblem check_m_grouped(Family family, Grouping grouping, const TensorView& 
   check_positive("a", "K", k);
   check_multiple_of("a", "K", k, 8, "16-byte rows of BF16 A");
   check_positive("b", "N", n);
+  check_multiple_of("b", "N", n, 8, "the BF16 epilogue stores 8 columns per 16 bytes");
   check_positive("b", "G", groups);
   check_same_extent("b", "K", b.size(2), "a", k);
   check_same_extent("d", masked ? "cap" : "M_total", d.size(-2), "a", m);
@@ -78,6 +79,13 @@ GemmProblem check_bf16_gemm(const TensorView& a, const TensorView& b, const Tens
   check_same_extent("d", "N", d.size(1), "b", n);
   if (d.dtype != DType::kBFloat16 && d.dtype != DType::kFloat32) {
     fail("d", "must be bfloat16 or float32", to_string(d.dtype));
+  }
+  // The epilogues write (and read C in) whole column groups; a row's 16-byte alignment alone does not bound N when
+  // M == 1 or D is a padded view.
+  if (d.dtype == DType::kBFloat16) {
+    check_multiple_of("b", "N", n, 8, "the BF16 epilogue stores 8 columns per 16 bytes");
+  } else {
+    check_multiple_of("b", "N", n, 2, "the FP32 epilogue stores column pairs");
   }
 
   p.a = check_matrix(a, {"a", DType::kBFloat16, 2, "[M, K]", Contiguous::kEither, "K-major", "MN-major"});

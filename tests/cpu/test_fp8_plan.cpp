@@ -96,7 +96,7 @@ namespace moegemm {
 namespace {
 
 // The weight-gradient and BF16 entry points validate first, say which forms are not built yet, and stop at
-// "no CUDA device" only after that.
+// "no CUDA device" only after that (BF16 D with C, aliasing D or not, is built: it reaches the device check).
 TEST(WgradAndBf16EntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
   if (device_info().available) GTEST_SKIP() << "a CUDA device is present: fake pointers must not reach it";
   void* fake = reinterpret_cast<void*>(0x100000);
@@ -104,6 +104,7 @@ TEST(WgradAndBf16EntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
   const TensorView a_mn = TensorView::strided(fake, DType::kBFloat16, {256, 512}, {1, 256});
   const TensorView b = TensorView::contiguous(fake, DType::kBFloat16, {384, 512});
   const TensorView d = TensorView::contiguous(fake, DType::kBFloat16, {256, 384});
+  const TensorView c = TensorView::contiguous(reinterpret_cast<void*>(0x4000000), DType::kBFloat16, {256, 384});
   const TensorView d32 = TensorView::contiguous(fake, DType::kFloat32, {256, 384});
   auto code_of = [](auto&& call) {
     try {
@@ -114,7 +115,9 @@ TEST(WgradAndBf16EntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
     return ErrorCode::kInternal;  // no error at all: the test fails below
   };
   EXPECT_EQ(code_of([&] { bf16_gemm(a_mn, b, d, nullptr, nullptr); }), ErrorCode::kNoDevice);
-  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, &d, nullptr); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, &d, nullptr); }), ErrorCode::kNoDevice);
+  EXPECT_EQ(code_of([&] { bf16_gemm(a_mn, b, d, &c, nullptr); }), ErrorCode::kNoDevice);
+  EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, &d32, nullptr); }), ErrorCode::kInvalidArgument);  // C's dtype
   EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d, nullptr, nullptr); }), ErrorCode::kNoDevice);
   EXPECT_EQ(code_of([&] { bf16_gemm(a, b, d32, &d32, nullptr); }), ErrorCode::kNoDevice);
 

@@ -34,7 +34,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   } else if (c.recipe == 1) {
     plan::check_fp8_1d1d_config(cfg);
   } else {
-    plan::check_bf16_config(cfg, c.recipe == 3);
+    plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe));
   }
   const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
@@ -77,7 +77,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{64, 128, kernels::GroupedKind::kDense, 1, 3, 1},
         // BF16 k-grouped (tn): MN-major A and B, FP32 D.
         Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 3, 3},
-        Case{64, 64, kernels::GroupedKind::kKGrouped, 1, 3, 3}),
+        Case{64, 64, kernels::GroupedKind::kKGrouped, 1, 3, 3},
+        // BF16 D = C + A B^T (dense): the widest tile (C's loads on top of 96 accumulators), MN-major operands,
+        // the narrowest tile.
+        Case{128, 192, kernels::GroupedKind::kDense, 1, 4}, Case{128, 192, kernels::GroupedKind::kDense, 1, 4, 3},
+        Case{64, 128, kernels::GroupedKind::kDense, 1, 4, 1}, Case{64, 16, kernels::GroupedKind::kDense, 1, 4}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

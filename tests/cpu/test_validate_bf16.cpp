@@ -92,6 +92,76 @@ TEST(ValidateBf16, CMustHaveTheDtypeOfD) {
   EXPECT_INVALID(run_bf16(x), "c: must have the dtype of d (bfloat16), got float32");
 }
 
+// BF16 D with C: C follows D's rules (dtype, shape, row-major, 16-byte rows and pointer), aliases D or is disjoint.
+TEST(ValidateBf16, DisjointBf16CIsRecorded) {
+  auto x = bf16_dense();
+  x.use_c = true;
+  const GemmProblem p = run_bf16(x);
+  EXPECT_TRUE(p.has_c);
+  EXPECT_FALSE(p.c_aliases_d);
+  EXPECT_EQ(p.c.ptr, fake(kC));
+  EXPECT_EQ(p.c.ld, 512);
+}
+
+TEST(ValidateBf16, Bf16CMustHaveTheShapeOfD) {
+  auto x = bf16_dense();
+  x.c = TensorView::contiguous(fake(kC), DType::kBFloat16, {256, 256});
+  x.use_c = true;
+  EXPECT_INVALID(run_bf16(x), "c: must have the shape of d", "got c [256, 256], d [256, 512]");
+}
+
+TEST(ValidateBf16, Bf16CMustBeRowMajor) {
+  auto x = bf16_dense();
+  x.c = TensorView::strided(fake(kC), DType::kBFloat16, {256, 512}, {1, 256});
+  x.use_c = true;
+  EXPECT_INVALID(run_bf16(x), "c: must be row-major (stride(-1) == 1)", "got strides (1, 256)");
+}
+
+TEST(ValidateBf16, Bf16CRowsMustBe16ByteAligned) {
+  auto x = bf16_dense();
+  x.c = TensorView::strided(fake(kC), DType::kBFloat16, {256, 512}, {516, 1});
+  x.use_c = true;
+  EXPECT_INVALID(run_bf16(x), "c: leading stride must be a multiple of 16 bytes", "got strides (516, 1)");
+  x.c = TensorView::contiguous(fake(kC + 4), DType::kBFloat16, {256, 512});
+  EXPECT_INVALID(run_bf16(x), "c: data pointer must be 16-byte aligned", "got 0x40000004");
+}
+
+TEST(ValidateBf16, Bf16CPartiallyOverlappingDIsRejected) {
+  auto x = bf16_dense();
+  x.c = TensorView::contiguous(fake(kD + 8 * 512 * 2), DType::kBFloat16, {256, 512});  // from D row 8
+  x.use_c = true;
+  EXPECT_INVALID(run_bf16(x), "c: must either be d itself (same pointer and strides) or not overlap d");
+  x.c = TensorView::strided(fake(kD), DType::kBFloat16, {256, 512}, {520, 1});  // D's pointer, other row stride
+  EXPECT_INVALID(run_bf16(x), "c: must either be d itself", "strides (520, 1)");
+}
+
+TEST(ValidateBf16, Bf16CMustNotBeNull) {
+  auto x = bf16_dense();
+  x.c = TensorView::contiguous(nullptr, DType::kBFloat16, {256, 512});
+  x.use_c = true;
+  EXPECT_INVALID(run_bf16(x), "c: data must not be null");
+}
+
+// The epilogues store whole column groups: 16-byte alignment of D's rows does not bound N when M == 1 (no row
+// stride) or when D is a padded view, so N itself is checked.
+TEST(ValidateBf16, NMustBeAMultipleOf8ForBf16D) {
+  auto x = bf16_dense(1, 100, 320);
+  EXPECT_INVALID(run_bf16(x), "b: N must be a multiple of 8 (the BF16 epilogue stores 8 columns per 16 bytes)",
+                 "got N = 100");
+  x = bf16_dense(256, 500, 320);
+  x.d = TensorView::strided(fake(kD), DType::kBFloat16, {256, 500}, {504, 1});
+  EXPECT_INVALID(run_bf16(x), "b: N must be a multiple of 8", "got N = 500");
+}
+
+TEST(ValidateBf16, NMustBeEvenForFloat32D) {
+  auto x = bf16_dense(1, 129, 320);
+  x.d = TensorView::contiguous(fake(kD), DType::kFloat32, {1, 129});
+  EXPECT_INVALID(run_bf16(x), "b: N must be a multiple of 2 (the FP32 epilogue stores column pairs)", "got N = 129");
+  x.d = TensorView::contiguous(fake(kD), DType::kFloat32, {1, 130});
+  x.b = TensorView::contiguous(fake(kB), DType::kBFloat16, {130, 320});
+  EXPECT_EQ(run_bf16(x).n, 130);
+}
+
 TEST(ValidateBf16, KMustBePositive) {
   EXPECT_INVALID(run_bf16(bf16_dense(256, 512, 0)), "a: K must be positive, got K = 0");
 }
@@ -139,6 +209,11 @@ TEST(ValidateBf16, GroupedKMustBeAMultipleOf8) {
   x.a = TensorView::strided(fake(kA), DType::kBFloat16, {512, 100}, {104, 1});
   x.b = TensorView::strided(fake(kB), DType::kBFloat16, {4, 256, 100}, {256 * 104, 104, 1});
   EXPECT_INVALID(run_bf16_contiguous(x), "a: K must be a multiple of 8 (16-byte rows of BF16 A)", "got K = 100");
+}
+
+TEST(ValidateBf16, GroupedNMustBeAMultipleOf8) {
+  auto x = bf16_masked(8, 1, 100, 256);  // capacity 1: D has no row stride to check
+  EXPECT_INVALID(run_bf16_masked(x), "b: N must be a multiple of 8", "got N = 100");
 }
 
 TEST(ValidateBf16, GroupedDMustBeBf16) {

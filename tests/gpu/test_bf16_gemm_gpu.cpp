@@ -2,6 +2,7 @@
 // dense shapes with partial K blocks against the double-precision oracle, masked capacities that are not tile
 // multiples (the 8-group capacity-32 failure case of the anchor must be exact), contiguous with padding rows,
 // bitwise determinism. (The suite names keep "Staged": the names under which docs/results/ recorded them.)
+// Bf16AddCGpu: BF16 D = C + A @ B^T with C distinct from D and C aliasing D.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -306,18 +307,109 @@ TEST(Bf16StagedGpu, KGroupedTnWithEmptyExpertsAndGraphReplay) {
   cudaStreamDestroy(stream);
 }
 
-TEST(Bf16StagedGpu, UnsupportedFormsSayWhat) {
-  MOEGEMM_REQUIRE_GPU();
-  DeviceBuffer a(256 * 256 * 2), b(256 * 256 * 2), d(256 * 256 * 2);
-  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {256, 256});
-  // BF16 D with C (a BF16 accumulation) is valid input, not built yet.
-  try {
-    bf16_gemm(TensorView::contiguous(a.get(), DType::kBFloat16, {256, 256}),
-              TensorView::contiguous(b.get(), DType::kBFloat16, {256, 256}), dv, &dv, nullptr);
-    ADD_FAILURE() << "expected kUnsupported";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+// ---- BF16 D = C + A @ B^T ------------------------------------------------------------------------------------------
+
+// The oracle rounded as the kernel rounds: C + A B^T in double, then once to BF16 (nearest even). The kernel adds in
+// FP32, so against this reference only the FP32 accumulation order differs, which moves an element by at most one
+// BF16 step and only near a rounding boundary: calc_diff stays far below 1e-5 (against the unrounded oracle the
+// BF16 rounding alone contributes up to ~2^-18 per element).
+std::vector<double> rounded_to_bf16(const std::vector<double>& v) {
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = ref::bf16_to_float(ref::float_to_bf16(static_cast<float>(v[i])));
+  return r;
+}
+
+struct AddCCase {
+  int m, n, k;
+  bool a_mn = false, b_mn = false;
+  const KernelConfig* config = nullptr;  // nullptr: the planner's choice
+};
+
+// One case: C distinct from a NaN-poisoned D (twice: bitwise repeat; C untouched), then C aliasing D (twice, from a
+// fresh copy of C: bitwise equal to the distinct result).
+void run_add_c(const AddCCase& s, unsigned seed, const std::string& what) {
+  SCOPED_TRACE(what);
+  std::mt19937 rng(seed);
+  const std::size_t mk = static_cast<std::size_t>(s.m) * s.k, nk = static_cast<std::size_t>(s.n) * s.k;
+  const std::size_t mn = static_cast<std::size_t>(s.m) * s.n;
+  Bf16Tensor a(mk, rng, 1.0f), b(nk, rng, 0.5f), c(mn, rng, 16.0f);
+  // K-major: [rows, K] row-major; MN-major: [K, rows] row-major storage, viewed as [rows, K] with strides (1, rows).
+  const TensorView av = s.a_mn ? TensorView::strided(a.device.get(), DType::kBFloat16, {s.m, s.k}, {1, s.m})
+                               : TensorView::contiguous(a.device.get(), DType::kBFloat16, {s.m, s.k});
+  const TensorView bv = s.b_mn ? TensorView::strided(b.device.get(), DType::kBFloat16, {s.n, s.k}, {1, s.n})
+                               : TensorView::contiguous(b.device.get(), DType::kBFloat16, {s.n, s.k});
+  const ref::MatrixRef ar =
+      s.a_mn ? ref::MatrixRef{a.values.data(), 1, s.m} : ref::MatrixRef::row_major(a.values.data(), s.k);
+  const ref::MatrixRef br =
+      s.b_mn ? ref::MatrixRef{b.values.data(), 1, s.n} : ref::MatrixRef::row_major(b.values.data(), s.k);
+  const ref::GroupedResult want{rounded_to_bf16(ref::gemm(s.m, s.n, s.k, ar, br, c.values.data())),
+                                std::vector<std::uint8_t>(s.m, 1)};
+  DeviceBuffer d(mn * 2);
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
+  const TensorView cv = TensorView::contiguous(c.device.get(), DType::kBFloat16, {s.m, s.n});
+  GemmOptions options;
+  options.config = s.config;
+
+  std::vector<std::uint16_t> distinct;
+  for (int rep = 0; rep < 2; ++rep) {
+    d.fill_bytes(0xFF);  // 0xFFFF: a BF16 NaN in every element the kernel fails to write
+    bf16_gemm(av, bv, dv, &cv, nullptr, options);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got = d.download_as<std::uint16_t>(mn);
+    if (rep == 0) {
+      expect_rows(got, want, s.n, "C distinct");
+      distinct = got;
+    }
+    EXPECT_EQ(0, std::memcmp(distinct.data(), got.data(), mn * 2)) << "C distinct: repeat differs";
   }
+  EXPECT_EQ(0, std::memcmp(c.device.download_as<std::uint16_t>(mn).data(), c.bits.data(), mn * 2)) << "C was written";
+  for (int rep = 0; rep < 2; ++rep) {
+    d.upload(c.bits);
+    bf16_gemm(av, bv, dv, &dv, nullptr, options);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got = d.download_as<std::uint16_t>(mn);
+    if (rep == 0) expect_rows(got, want, s.n, "C aliasing D");
+    EXPECT_EQ(0, std::memcmp(distinct.data(), got.data(), mn * 2)) << "C aliasing D differs from C distinct";
+  }
+  EXPECT_TRUE(d.guard_intact());
+  EXPECT_TRUE(c.device.guard_intact());
+}
+
+// Partial K blocks (K % 64 != 0, and K < 64), M and N that are no tile multiple, decode-sized M, long K.
+TEST(Bf16AddCGpu, DenseMatchesRoundedOracleWithCDistinctAndAliasingD) {
+  MOEGEMM_REQUIRE_GPU();
+  const AddCCase cases[] = {{1, 2112, 7168}, {129, 576, 2112}, {333, 272, 1000}, {300, 136, 136}, {256, 384, 40}};
+  unsigned seed = 300;
+  for (const AddCCase& s : cases) {
+    run_add_c(s, seed++, std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+  }
+}
+
+TEST(Bf16AddCGpu, AllFourMajorsMatchTheRoundedOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  for (int form = 0; form < 4; ++form) {
+    const bool a_mn = form & 1, b_mn = form & 2;
+    run_add_c(AddCCase{320, 384, 584, a_mn, b_mn}, 400 + form, "form " + std::to_string(form));
+  }
+}
+
+// The instances at both ends of the tile range, forced: 128x192 carries C's loads on top of 96 accumulators per
+// thread (the compile check's register case), 64x16 the narrowest column groups; and an MN-major B at 128x64.
+TEST(Bf16AddCGpu, ForcedTilesMatchTheRoundedOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  auto config = [](int bm, int bn, int stages) {
+    KernelConfig c;
+    c.block_m = bm;
+    c.block_n = bn;
+    c.block_k = 64;
+    c.stages = stages;
+    c.math_warpgroups = bm / 64;
+    return c;
+  };
+  const KernelConfig wide = config(128, 192, 4), narrow = config(64, 16, 8), mn_b = config(128, 64, 6);
+  run_add_c(AddCCase{200, 400, 520, false, false, &wide}, 500, "128x192");
+  run_add_c(AddCCase{200, 400, 520, false, false, &narrow}, 501, "64x16");
+  run_add_c(AddCCase{200, 384, 520, true, true, &mn_b}, 502, "128x64, TT");
 }
 
 }  // namespace

@@ -225,6 +225,20 @@ def test_bf16_gemm(layout, out_dtype, accumulate):
     assert_close(d, reference, BF16)
 
 
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+def test_bf16_gemm_bf16_d_with_distinct_c(layout):
+    # DeepGEMM's semantics: D = C + A @ B^T with C left as it was; the sum is formed in FP32 and rounded once.
+    m, n, k = 336, 272, 1000   # no tile multiple; M a multiple of 8 for the [K, M] A of tt
+    a, b = randn(m, k), randn(n, k)
+    a_arg = a if layout[0] == "n" else a.T.contiguous()
+    c = randn(m, n) * 32
+    c_before = c.clone()
+    d = poisoned(torch, (m, n), torch.bfloat16)
+    call(getattr(deep_gemm, f"bf16_gemm_{layout}"), a_arg, b, d, c=c)
+    assert torch.equal(c, c_before), "c was written"
+    assert_close(d, a.double() @ b.double().T + c.double(), BF16)
+
+
 @pytest.mark.parametrize("b_layout", ["nt", "nn"])
 def test_m_grouped_bf16_contiguous(b_layout):
     g, expected_m, n, k = 4, 384, 1024, 2048

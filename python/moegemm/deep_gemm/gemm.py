@@ -243,7 +243,9 @@ def k_grouped_fp8_gemm_tn_contiguous(a, b, d, ks_cpu=None, grouped_layout=None, 
 
 def bf16_gemm_nt(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, c: Optional[torch.Tensor] = None,
                  compiled_dims: str = "nk") -> None:
-    """D = C + A @ B^T with A [M, K], B [N, K] in any majors; D BF16 or FP32."""
+    """D = C + A @ B^T with A [M, K], B [N, K] in any majors; D BF16 or FP32. A C distinct from D is copied into D
+    first and the kernel then adds A @ B^T to D in FP32 before its one rounding, which is D = C + A @ B^T as the
+    anchor defines it (C has D's dtype, so the copy is exact)."""
     _require_dim(a, 2, "a")
     _require_dim(b, 2, "b")
     _require_dim(d, 2, "d")
