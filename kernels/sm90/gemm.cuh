@@ -76,44 +76,48 @@ MOEGEMM_DEVICE void promote(float (&result)[kAcc], const float (&acc)[kAcc], con
   }
 }
 
+template <int kValue>
+struct IntConstant {
+  static constexpr int value = kValue;
+};
+
 // split = 128 - n_begin % 128 takes only the values 128 - j * gcd(block_n, 128); those >= block_n mean the whole
-// tile is in one scale block. Dispatches the run-time split to its compile-time instance.
-template <int kBlockN, int kCandidate = 128 - gcd_of(kBlockN, 128)>
-MOEGEMM_DEVICE void promote_split_chain(int split, float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2],
-                                        const PromotionScales& s) {
+// tile is in one scale block. Calls f(IntConstant<split>) with the run-time split as a compile-time constant, once
+// per tile, so the K loop inside f has no split logic at all.
+template <int kBlockN, int kCandidate = 128 - gcd_of(kBlockN, 128), typename F>
+MOEGEMM_DEVICE void dispatch_split_chain(int split, F&& f) {
   if constexpr (kCandidate > 0) {
     if constexpr (kCandidate < kBlockN) {
       if (split == kCandidate) {
-        promote<kBlockN / 2, kCandidate>(result, acc, s);
+        f(IntConstant<kCandidate>{});
         return;
       }
     }
-    promote_split_chain<kBlockN, kCandidate - gcd_of(kBlockN, 128)>(split, result, acc, s);
+    dispatch_split_chain<kBlockN, kCandidate - gcd_of(kBlockN, 128)>(split, f);
   }
 }
 
-template <int kBlockN>
-MOEGEMM_DEVICE void promote_with_split(int split, float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2],
-                                       const PromotionScales& s) {
+template <int kBlockN, typename F>
+MOEGEMM_DEVICE void dispatch_split(int split, F&& f) {
   if (split >= kBlockN) {
-    promote<kBlockN / 2, kBlockN>(result, acc, s);
+    f(IntConstant<kBlockN>{});
   } else if (split == 128) {
-    promote<kBlockN / 2, 128>(result, acc, s);
+    f(IntConstant<128>{});
   } else {
-    promote_split_chain<kBlockN>(split, result, acc, s);
+    dispatch_split_chain<kBlockN>(split, f);
   }
 }
 
 // Promotion for recipe (1,1,128): result += acc * scale_a[row] * scale_b[column], with B's scales for the tile's
 // block_n columns in shared memory. A thread's accumulators 4j..4j+3 sit in columns 8j + col0 + {0, 1} of rows
-// lo/hi, so each 8-column group needs one float2 of B's scales.
+// lo/hi, so each 8-column group needs one float2 of B's scales; sfb_addr is the shared address of column col0.
 template <int kBlockN>
 MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2], float sa_lo,
-                                       float sa_hi, const float* sfb, int col0) {
+                                       float sa_hi, u32 sfb_addr) {
 #pragma unroll
   for (int j = 0; j < kBlockN / 8; ++j) {
-    const float sb0 = sfb[j * 8 + col0];
-    const float sb1 = sfb[j * 8 + col0 + 1];
+    float sb0, sb1;
+    load_shared_v2_f32(sfb_addr + j * 8 * 4, sb0, sb1);
     result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
     result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
     result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
@@ -391,6 +395,17 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     unsigned char* d_stage = smem + kSmem.d_offset + warpgroup * kSmem.d_bytes_per_wg;
     const u32 d_stage_addr = smem_addr(d_stage);
     constexpr int kAcc = kBlockN / 2;
+    // Shared-memory addresses of stage 0 as plain integers: a stage's are one multiply-add away. The warpgroup
+    // index is broadcast from lane 0 so that the compiler knows it is warp-uniform (descriptors then live in
+    // uniform registers).
+    const u32 wg_uniform = __shfl_sync(0xffffffffu, static_cast<u32>(warpgroup), 0);
+    const u32 smem_base = smem_addr(smem);
+    const u32 full_bar_addr = smem_base + kSmem.barrier_offset;
+    const u32 empty_bar_addr = full_bar_addr + kStages * 8;
+    const u32 a_addr0 = smem_base + kSmem.a_offset + wg_uniform * (kMnMajorA ? kMnChunkBytes : 64 * kRowBytes);
+    const u32 b_addr0 = smem_base + kSmem.b_offset;
+    const u32 sfa_addr = smem_base + kSmem.sfa_offset + (wg_uniform * 64 + static_cast<u32>(row_lo)) * 4;
+    const u32 sfb_stage_addr = smem_base + kSmem.sfb_offset + (lane % 4) * 2 * 4;
 
     PipelineCursor cur;
     TileIterator tiles(prob, cluster_id, num_clusters);
@@ -404,84 +419,87 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
         for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
         if (g >= 0) {
           // A tile touches one or two 128-column scale blocks of B: columns below `split` (tile-relative) use the
-          // first, the rest the second (promote_with_split turns it into a compile-time constant).
+          // first, the rest the second. The K loop is instantiated per split value (dispatch_split).
           const int n_scale_block = w.n_begin / 128;
           const int split = 128 - (w.n_begin - n_scale_block * 128);
           const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
           const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
+          const long long sfb_second = two_blocks ? params.sfb_n_stride : 0;
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
-          // B's block scales come from global memory (L2) and are needed right after the WGMMAs of their K block.
-          // Under the TMA traffic of a full GPU an L2 round trip can outlast a K block's WGMMAs, so each scale is
-          // loaded one K block ahead (the loop's register copy waits for the load issued one iteration earlier).
-          float next_b0 = 1.0f, next_b1 = 1.0f;
-          auto load_scales_b = [&](int kb, float& b0, float& b1) {
+          auto k_loop = [&](auto split_constant) {
+            constexpr int kSplit = decltype(split_constant)::value;
+            // B's block scales come from global memory (L2): each is loaded one K block ahead of its use.
+            float next_b0 = 1.0f, next_b1 = 1.0f;
+            const float* sfb_k = sfb;
             if constexpr (!kRowScaledB && !kUnscaled) {
-              b0 = load_global_nc_f32(sfb + kb * params.sfb_k_stride);
-              b1 = two_blocks ? load_global_nc_f32(sfb + params.sfb_n_stride + kb * params.sfb_k_stride) : b0;
+              next_b0 = load_global_nc_f32(sfb_k);
+              next_b1 = load_global_nc_f32(sfb_k + sfb_second);
+            }
+            for (int kb = 0; kb < tile_kb; ++kb) {
+              const float scale_b0 = next_b0, scale_b1 = next_b1;
+              if constexpr (!kRowScaledB && !kUnscaled) {
+                if (kb + 1 < tile_kb) sfb_k += params.sfb_k_stride;
+                next_b0 = load_global_nc_f32(sfb_k);
+                next_b1 = load_global_nc_f32(sfb_k + sfb_second);
+              }
+              const u32 stage = static_cast<u32>(cur.stage);
+              mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
+              float sa_lo = 1.0f, sa_hi = 1.0f;
+              if constexpr (!kUnscaled) {
+                sa_lo = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes);
+                sa_hi = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes + 8 * 4);
+              }
+              const u32 a_addr = a_addr0 + stage * kSmem.a_bytes;
+              const u32 b_addr = b_addr0 + stage * kSmem.b_bytes;
+              // One WGMMA covers 32 bytes of K (32 FP8 or 16 BF16 values): +32 on a K-major tile's address,
+              // +16 rows of 128 bytes on an MN-major one.
+              constexpr u32 kStepA = kMnMajorA ? 16 * 128 : 32;
+              constexpr u32 kStepB = kMnMajorB ? 16 * 128 : 32;
+              constexpr u32 kLeadA = kMnMajorA ? kMnChunkBytes : 16;
+              constexpr u32 kLeadB = kMnMajorB ? kMnChunkBytes : 16;
+              fence_registers(acc);
+              wgmma_fence();
+#pragma unroll
+              for (int kk = 0; kk < 4; ++kk) {
+                const u64 desc_a = smem_desc_sw128(a_addr + kk * kStepA, kLeadA);
+                const u64 desc_b = smem_desc_sw128(b_addr + kk * kStepB, kLeadB);
+                // FP8 starts a fresh accumulator per K block (it is promoted with that block's scales); BF16
+                // accumulates over all of K.
+                if constexpr (kUnscaled) {
+                  wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(acc, desc_a, desc_b,
+                                                                            (kb > 0 || kk > 0) ? 1 : 0);
+                } else {
+                  wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
+                }
+              }
+              wgmma_commit();
+              fence_registers(acc);
+              wgmma_wait<0>();
+              fence_registers(acc);
+              if constexpr (kRowScaledB) {
+                // B's scales live in this stage: promote before releasing it.
+                promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage_addr + stage * kSmem.sfb_bytes);
+              }
+              if (lane == 0) {
+                if constexpr (kClusterM > 1) {
+                  // The stage is refilled by multicasts from both CTAs: release it to both producers.
+                  mbarrier_arrive_cluster(&empty_bar[stage], 0);
+                  mbarrier_arrive_cluster(&empty_bar[stage], 1);
+                } else {
+                  mbarrier_arrive(empty_bar_addr + stage * 8);
+                }
+              }
+              cur.advance<kStages>();
+              if constexpr (!kRowScaledB && !kUnscaled) {
+                const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
+                promote<kAcc, kSplit>(result, acc, scales);
+              }
             }
           };
-          load_scales_b(0, next_b0, next_b1);
-          for (int kb = 0; kb < tile_kb; ++kb) {
-            const float scale_b0 = next_b0, scale_b1 = next_b1;
-            load_scales_b(min_of(kb + 1, tile_kb - 1), next_b0, next_b1);
-            mbarrier_wait(&full_bar[cur.stage], cur.phase);
-            float sa_lo = 1.0f, sa_hi = 1.0f;
-            if constexpr (!kUnscaled) {
-              const float* sfa = reinterpret_cast<const float*>(smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes);
-              sa_lo = sfa[warpgroup * 64 + row_lo];
-              sa_hi = sfa[warpgroup * 64 + row_lo + 8];
-            }
-            const unsigned char* a_tile =
-                smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * 64 * kRowBytes;
-            const unsigned char* b_tile = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
-            // K-major: the next 32 bytes of K are +2 in the address field; MN-major: the next 16 K rows are +128.
-            const u64 desc_a =
-                kMnMajorA
-                    ? make_smem_desc_mnmajor_sw128(
-                          smem + kSmem.a_offset + cur.stage * kSmem.a_bytes + warpgroup * kMnChunkBytes, kMnChunkBytes)
-                    : make_smem_desc_kmajor_sw128(a_tile);
-            const u64 desc_b =
-                kMnMajorB ? make_smem_desc_mnmajor_sw128(b_tile, kMnChunkBytes) : make_smem_desc_kmajor_sw128(b_tile);
-            constexpr u64 kStepA = kMnMajorA ? (16 * 128) >> 4 : 2;
-            constexpr u64 kStepB = kMnMajorB ? (16 * 128) >> 4 : 2;
-            fence_registers(acc);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-              // One WGMMA covers 32 bytes of K (32 FP8 or 16 BF16 values) inside the 128-byte swizzled row: +2 in
-              // the descriptor's address field. FP8 starts a fresh accumulator per K block (it is promoted with
-              // that block's scales); BF16 accumulates over all of K.
-              if constexpr (kUnscaled) {
-                wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(
-                    acc, desc_a + kk * kStepA, desc_b + kk * kStepB, (kb > 0 || kk > 0) ? 1 : 0);
-              } else {
-                wgmma_e4m3<kBlockN>(acc, desc_a + kk * 2, desc_b + kk * 2, kk > 0 ? 1 : 0);
-              }
-            }
-            wgmma_commit();
-            fence_registers(acc);
-            wgmma_wait<0>();
-            fence_registers(acc);
-            if constexpr (kRowScaledB) {
-              // B's scales live in this stage: promote before releasing it.
-              const float* sfb_stage =
-                  reinterpret_cast<const float*>(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes);
-              promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage, static_cast<int>(lane % 4) * 2);
-            }
-            if (lane == 0) {
-              if constexpr (kClusterM > 1) {
-                // The stage is refilled by multicasts from both CTAs: release it to both producers.
-                mbarrier_arrive_cluster(&empty_bar[cur.stage], 0);
-                mbarrier_arrive_cluster(&empty_bar[cur.stage], 1);
-              } else {
-                mbarrier_arrive(&empty_bar[cur.stage]);
-              }
-            }
-            cur.advance<kStages>();
-            if constexpr (!kRowScaledB && !kUnscaled) {
-              const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
-              promote_with_split<kBlockN>(split, result, acc, scales);
-            }
+          if constexpr (kRowScaledB || kUnscaled) {
+            k_loop(IntConstant<kBlockN>{});
+          } else {
+            dispatch_split<kBlockN>(two_blocks ? split : kBlockN, k_loop);
           }
           if constexpr (kUnscaled) {
 #pragma unroll

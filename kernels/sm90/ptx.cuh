@@ -41,8 +41,12 @@ MOEGEMM_DEVICE void mbarrier_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-MOEGEMM_DEVICE void mbarrier_wait(u64* bar, u32 parity) {
-  const u32 addr = smem_addr(bar);
+MOEGEMM_DEVICE void mbarrier_arrive(u32 addr) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
+}
+
+// Waits for the phase with the given parity of the barrier at shared address `addr` to complete.
+MOEGEMM_DEVICE void mbarrier_wait(u32 addr, u32 parity) {
   u32 done = 0;
   do {
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
@@ -51,6 +55,8 @@ MOEGEMM_DEVICE void mbarrier_wait(u64* bar, u32 parity) {
                  : "memory");
   } while (!done);
 }
+
+MOEGEMM_DEVICE void mbarrier_wait(u64* bar, u32 parity) { mbarrier_wait(smem_addr(bar), parity); }
 
 // ---- TMA ----------------------------------------------------------------------------------------------------------
 // Acquire side of a descriptor written in global memory by an earlier kernel (generic proxy): makes those writes
@@ -159,30 +165,19 @@ MOEGEMM_DEVICE void fence_registers(float (&r)[kCount]) {
   for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// Shared-memory matrix descriptor for a K-major tile written by TMA with 128-byte swizzling: rows of 128 bytes,
-// 8-row (1024-byte) swizzle atoms stacked along M/N (stride byte offset 1024). The leading byte offset is unused
-// for swizzled K-major layouts. Advancing K inside the 128-byte row is a plain start-address offset.
-MOEGEMM_DEVICE u64 make_smem_desc_kmajor_sw128(const void* tile) {
-  const u64 addr = smem_addr(tile);
-  u64 desc = 0;
-  desc |= (addr & 0x3FFFFull) >> 4;  // bits 0-13: start address >> 4
-  desc |= (u64)(16 >> 4) << 16;      // bits 16-29: leading byte offset >> 4 (ignored here)
-  desc |= (u64)(1024 >> 4) << 32;    // bits 32-45: stride byte offset >> 4
-  desc |= (u64)1 << 62;              // bits 62-63: swizzle mode 1 = 128-byte
-  return desc;
-}
-
-// Descriptor for an MN-major tile written by TMA with 128-byte swizzling, as boxes of [64 K rows][64 MN values]
-// (128 bytes of MN per row): 8-row (1024-byte) swizzle atoms follow each other along K (stride byte offset 1024),
-// and the next 64-value chunk of MN starts `chunk_bytes` further (leading byte offset). Advancing K by 16 rows (one
-// BF16 WGMMA) is a start-address offset of 16 * 128 bytes.
-MOEGEMM_DEVICE u64 make_smem_desc_mnmajor_sw128(const void* tile, u32 chunk_bytes) {
-  const u64 addr = smem_addr(tile);
-  u64 desc = 0;
-  desc |= (addr & 0x3FFFFull) >> 4;                  // bits 0-13: start address >> 4
-  desc |= (u64)((chunk_bytes >> 4) & 0x3FFF) << 16;  // bits 16-29: leading byte offset >> 4 (next MN chunk)
-  desc |= (u64)(1024 >> 4) << 32;                    // bits 32-45: stride byte offset >> 4 (next 8 K rows)
-  desc |= (u64)1 << 62;                              // bits 62-63: swizzle mode 1 = 128-byte
+// Shared-memory matrix descriptor of a tile written by TMA with 128-byte swizzling, from its shared-memory address
+// (a plain 32-bit value, so per-stage and per-K-step descriptors are one integer add each):
+//   K-major tiles: rows of 128 bytes, 8-row (1024-byte) swizzle atoms stacked along M/N (stride byte offset 1024);
+//     the leading byte offset is unused; the next 32 bytes of K are +32 on the address.
+//   MN-major tiles, as boxes of [64 K rows][64 MN values] (128 bytes of MN per row): 8-row swizzle atoms follow
+//     each other along K (stride byte offset 1024) and the next 64-value chunk of MN starts `leading_bytes`
+//     further (leading byte offset); the next 16 K rows are +16 * 128 on the address.
+// Bits: 0-13 address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
+MOEGEMM_DEVICE u64 smem_desc_sw128(u32 addr, u32 leading_bytes = 16) {
+  const u32 lo = ((addr & 0x3FFFFu) >> 4) | (((leading_bytes >> 4) & 0x3FFFu) << 16);
+  constexpr u32 kHi = (1024u >> 4) | (1u << 30);
+  u64 desc;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(desc) : "r"(lo), "r"(kHi));
   return desc;
 }
 
@@ -200,6 +195,16 @@ MOEGEMM_DEVICE void store_global_v4(void* p, u32 a, u32 b, u32 c, u32 d) {
 
 MOEGEMM_DEVICE void store_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+MOEGEMM_DEVICE float load_shared_f32(u32 addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+MOEGEMM_DEVICE void load_shared_v2_f32(u32 addr, float& a, float& b) {
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(a), "=f"(b) : "r"(addr) : "memory");
 }
 
 MOEGEMM_DEVICE void load_shared_v4(u32 addr, u32& a, u32& b, u32& c, u32& d) {
