@@ -39,6 +39,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
   if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
   check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(H2D)");
+  // A pageable H2D cudaMemcpy may return before its DMA lands, and the legacy stream does not order work on
+  // non-blocking streams: a graph replayed on one right after an upload raced with it (seen once on the H200).
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after upload");
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
@@ -46,7 +49,10 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
   check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(D2H)");
 }
 
-void DeviceBuffer::fill_bytes(unsigned char value) { check(cudaMemset(ptr_, value, bytes_), "cudaMemset"); }
+void DeviceBuffer::fill_bytes(unsigned char value) {
+  check(cudaMemset(ptr_, value, bytes_), "cudaMemset");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after memset");  // complete, as upload (see there)
+}
 
 bool DeviceBuffer::guard_intact() const {
   std::vector<unsigned char> g(kGuardBytes);
