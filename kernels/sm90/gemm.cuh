@@ -411,8 +411,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     TileIterator tiles(prob, cluster_id, num_clusters);
     TileWork pair;
     float acc[kAcc];
-    constexpr bool kDoubleAcc = !kRowScaledB && !kUnscaled && kBlockN <= 128;
-    float acc2[kDoubleAcc ? kAcc : 1];
     float result[kAcc];
     while (tiles.next(pair, false)) {
       const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
@@ -498,73 +496,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               }
             }
           };
-          // FP8 1D2D with block_n <= 128: two accumulators, so that the next K block's WGMMAs run while this one is
-          // promoted (a warpgroup never leaves the tensor cores idle while it promotes). Wider tiles have no
-          // registers for a second copy.
-          auto k_loop_double = [&](auto split_constant) {
-            constexpr int kSplit = decltype(split_constant)::value;
-            const float* sfb_k = sfb;
-            PipelineCursor issue_cur = cur;
-            // Issues K block kb's WGMMAs into `target` and returns its A scales (read before the stage is freed).
-            auto issue = [&](float(&target)[kAcc], float& sa_lo, float& sa_hi) {
-              const u32 stage = static_cast<u32>(issue_cur.stage);
-              mbarrier_wait(full_bar_addr + stage * 8, issue_cur.phase);
-              sa_lo = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes);
-              sa_hi = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes + 8 * 4);
-              const u32 a_addr = a_addr0 + stage * kSmem.a_bytes;
-              const u32 b_addr = b_addr0 + stage * kSmem.b_bytes;
-              fence_registers(target);
-              wgmma_fence();
-#pragma unroll
-              for (int kk = 0; kk < 4; ++kk) {
-                wgmma_e4m3<kBlockN>(target, smem_desc_sw128(a_addr + kk * 32), smem_desc_sw128(b_addr + kk * 32),
-                                    kk > 0 ? 1 : 0);
-              }
-              wgmma_commit();
-              issue_cur.template advance<kStages>();
-            };
-            // After K block kb's WGMMAs completed: free its stage, then promote it with its scales.
-            auto retire = [&](float(&source)[kAcc], float sa_lo, float sa_hi) {
-              fence_registers(source);
-              if (lane == 0) {
-                if constexpr (kClusterM > 1) {
-                  mbarrier_arrive_cluster(&empty_bar[cur.stage], 0);
-                  mbarrier_arrive_cluster(&empty_bar[cur.stage], 1);
-                } else {
-                  mbarrier_arrive(empty_bar_addr + static_cast<u32>(cur.stage) * 8);
-                }
-              }
-              cur.advance<kStages>();
-              const float b0 = load_global_nc_f32(sfb_k), b1 = load_global_nc_f32(sfb_k + sfb_second);
-              sfb_k += params.sfb_k_stride;
-              const PromotionScales scales{sa_lo * b0, sa_hi * b0, sa_lo * b1, sa_hi * b1};
-              promote<kAcc, kSplit>(result, source, scales);
-            };
-            float sa0_lo, sa0_hi, sa1_lo, sa1_hi;
-            issue(acc, sa0_lo, sa0_hi);
-            for (int kb = 0; kb < tile_kb; kb += 2) {
-              // Even K block in `acc`, odd in `acc2`; the next one is in flight while the current one is promoted.
-              if (kb + 1 < tile_kb) {
-                issue(acc2, sa1_lo, sa1_hi);
-                wgmma_wait<1>();
-              } else {
-                wgmma_wait<0>();
-              }
-              retire(acc, sa0_lo, sa0_hi);
-              if (kb + 1 >= tile_kb) break;
-              if (kb + 2 < tile_kb) {
-                issue(acc, sa0_lo, sa0_hi);
-                wgmma_wait<1>();
-              } else {
-                wgmma_wait<0>();
-              }
-              retire(acc2, sa1_lo, sa1_hi);
-            }
-          };
           if constexpr (kRowScaledB || kUnscaled) {
             k_loop(IntConstant<kBlockN>{});
-          } else if constexpr (kDoubleAcc) {
-            dispatch_split<kBlockN>(two_blocks ? split : kBlockN, k_loop_double);
           } else {
             dispatch_split<kBlockN>(two_blocks ? split : kBlockN, k_loop);
           }
