@@ -129,7 +129,7 @@ MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float
 // accumulators (8-byte accesses to column pairs), C read at the same element D is written (so C may be D), rows
 // bounded by the scheduler's row_action. The C loads go out 16 pairs at a time before their adds: a load-add-store
 // chain per pair paid one L2/HBM round trip per pair (40 of them at block_n 160), about half of the weight-gradient
-// kernel's time (docs/results/2026-12-03-kgrouped-and-epilogue.md).
+// kernel's time (docs/results/2026-12-03-kgrouped-bf16c-mainloop.md).
 template <int kBlockN>
 MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
                                       int pass_group, bool first_pass, const float (&result)[kBlockN / 2],

@@ -1,5 +1,6 @@
-// TMA tensor maps built on the host (cuTensorMapEncodeTiled) and passed to kernels as grid constants. Nothing on
-// the device ever rewrites one: a descriptor is fixed for the whole launch.
+// TMA tensor maps built on the host (cuTensorMapEncodeTiled) and passed to kernels as grid constants: a descriptor
+// is fixed for the whole launch. The one exception, k-grouped FP8, derives per-expert copies on the device in a
+// separate kernel before the GEMM (launch/kgrouped_descriptors.hpp); the GEMM itself never rewrites one.
 #pragma once
 
 #include <cstdint>
