@@ -53,7 +53,11 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
 
 // D[g] = C[g] + A_g @ B_g^T for each expert g with K_g tokens (the anchor's k_grouped_fp8_gemm_nt_contiguous form):
 // a.data and b.data are 1-D FP8 buffers holding, per expert in order, a K-major [M, K_g] (resp. [N, K_g]) block;
-// sfa FP32 [M, sum K_g / 128] and sfb FP32 [N, sum K_g / 128] MN-major; C, D FP32 [G, M, N] (C may alias D).
+// sfa FP32 [M, sum K_g / 128] and sfb FP32 [N, sum K_g / 128] MN-major; C, D FP32 [G, M, N] contiguous (C may alias
+// D). With layout.ks_device the sizes are read on the device (a graph replays with the current values), clamped to
+// [0, capacity left] and rounded down to multiples of 128, where the capacity is sum(layout.ks): bad device values
+// never make a load or store leave the buffers. Bitwise deterministic: per-expert TMA descriptors are written by a
+// stream-ordered step before the GEMM and never change while it runs (docs/layouts.md).
 void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const TensorView& d, const TensorView* c,
                            const KGroupedLayout& layout, Stream stream, const GemmOptions& options = {});
 
