@@ -61,6 +61,8 @@ GemmProblem check_fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, con
   check_positive("a.data", "K", k);
   check_multiple_of("a.data", "K", k, 128, "recipe (1, 1, 128) has one scale per 128 K for both A and B");
   check_positive("b.data", "N", n);
+  // Checked on N itself: with M == 1, or a D view with a padded row stride, the stride cannot catch an odd N.
+  check_multiple_of("b.data", "N", n, 2, "the FP32 epilogue stores column pairs");
   check_same_extent("b.data", "K", b.data.size(1), "a.data", k);
   check_same_extent("d", "M", d.size(0), "a.data", m);
   check_same_extent("d", "N", d.size(1), "b.data", n);
@@ -96,6 +98,7 @@ GemmProblem check_k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b
   check_same_extent("d", "G", d.size(0), "layout.ks", groups);
   const std::int64_t m = d.size(1), n = d.size(2);
   check_positive("d", "N", n);
+  check_multiple_of("d", "N", n, 2, "the FP32 epilogue stores column pairs");
   p.d = check_matrix(d, kDRule3d);
   check_c(c, d, p.d, kCRule3d, p);
   p.accumulate_into_d = c == nullptr;

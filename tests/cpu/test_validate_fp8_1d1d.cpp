@@ -42,6 +42,14 @@ TEST(ValidateFp8_1d1d, KMustBeAMultipleOf128) {
   EXPECT_INVALID(run_1d1d(x), "a.data: K must be a multiple of 128", "got K = 400");
 }
 
+// The epilogue writes column pairs: an odd N would write one column past the row, into a padded view's gap or,
+// with M == 1, past D.
+TEST(ValidateFp8_1d1d, NMustBeEven) {
+  auto x = fp8_1d1d(1, 129, 512);
+  EXPECT_INVALID(run_1d1d(x), "b.data: N must be a multiple of 2 (the FP32 epilogue stores column pairs)",
+                 "got N = 129");
+}
+
 TEST(ValidateFp8_1d1d, DMustBeFloat32) {
   auto x = fp8_1d1d();
   x.d.dtype = DType::kBFloat16;
@@ -120,6 +128,12 @@ TEST(ValidateFp8_1d1d, CMustBeRowMajor) {
 }
 
 // ---- k_grouped_fp8_gemm_nt ------------------------------------------------------------------------------------
+
+TEST(ValidateFp8KGrouped, NMustBeEven) {
+  auto x = fp8_k_grouped(256, 127);
+  EXPECT_INVALID(run_k_grouped(x), "d: N must be a multiple of 2 (the FP32 epilogue stores column pairs)",
+                 "got N = 127");
+}
 
 TEST(ValidateFp8KGrouped, Normalises) {
   auto x = fp8_k_grouped();
