@@ -133,6 +133,7 @@ GemmProblem check_k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& 
   check_sizes_non_negative(b, "b");
   check_sizes_non_negative(d, "d");
   const std::int64_t m = a.size(1), n = b.size(1);
+  check_flattened_rows_fit_int("d", groups, m, "M");
   check_same_extent("a", "sum K", a.size(0), "layout.ks", sum_k);
   check_same_extent("b", "sum K", b.size(0), "layout.ks", sum_k);
   check_positive("b", "N", n);

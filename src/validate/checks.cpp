@@ -285,6 +285,13 @@ void check_positive(const char* name, const char* what, std::int64_t value) {
   if (value <= 0) fail(name, std::string(what) + " must be positive", dim_string(what, value));
 }
 
+void check_flattened_rows_fit_int(const char* name, std::int64_t groups, std::int64_t rows, const char* rows_name) {
+  if (groups > 0 && rows > INT_MAX / groups) {
+    fail(name, std::string("G x ") + rows_name + " must fit in a 32-bit int (the kernels index rows of all groups as one int)",
+         "got G = " + std::to_string(groups) + ", " + rows_name + " = " + std::to_string(rows));
+  }
+}
+
 void check_multiple_of(const char* name, const char* what, std::int64_t value, std::int64_t multiple,
                        const char* why) {
   if (value % multiple != 0) {

@@ -70,6 +70,9 @@ ScaleOperand check_scales_packed(const TensorView& v, const char* name, std::int
 void check_same_extent(const char* name, const char* what, std::int64_t value, const char* other_name,
                        std::int64_t other_value);
 void check_positive(const char* name, const char* what, std::int64_t value);
+// The kernels index D's rows as one flattened int (G x rows for masked and k-grouped layouts).
+void check_flattened_rows_fit_int(const char* name, std::int64_t groups, std::int64_t rows, const char* rows_name);
+
 void check_multiple_of(const char* name, const char* what, std::int64_t value, std::int64_t multiple,
                        const char* why);
 

@@ -97,6 +97,7 @@ GemmProblem check_k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b
   check_sizes_non_negative(d, "d");
   check_same_extent("d", "G", d.size(0), "layout.ks", groups);
   const std::int64_t m = d.size(1), n = d.size(2);
+  check_flattened_rows_fit_int("d", groups, m, "M");
   check_positive("d", "N", n);
   check_multiple_of("d", "N", n, 2, "the FP32 epilogue stores column pairs");
   p.d = check_matrix(d, kDRule3d);

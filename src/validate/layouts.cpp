@@ -29,6 +29,7 @@ void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_tota
 void check_masked_layout(const MaskedLayout& layout, std::int64_t groups, std::int64_t capacity,
                          GemmProblem& problem) {
   problem.layout = Layout::kMasked;
+  check_flattened_rows_fit_int("d", groups, capacity, "cap");
   problem.routing = check_int32_vector(layout.valid_rows, "layout.valid_rows", groups, "G");
   if (layout.expected_m < 0) {
     fail("layout.expected_m", "must be non-negative (0: the capacity)", std::to_string(layout.expected_m));

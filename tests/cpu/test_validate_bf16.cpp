@@ -216,6 +216,16 @@ TEST(ValidateBf16, GroupedNMustBeAMultipleOf8) {
   EXPECT_INVALID(run_bf16_masked(x), "b: N must be a multiple of 8", "got N = 100");
 }
 
+TEST(ValidateBf16, MaskedFlattenedRowsMustFitInt) {
+  auto x = bf16_masked(2, std::int64_t{1} << 30, 256, 256);
+  EXPECT_INVALID(run_bf16_masked(x), "d: G x cap must fit in a 32-bit int", "got G = 2, cap = 1073741824");
+}
+
+TEST(ValidateBf16, KGroupedFlattenedRowsMustFitInt) {
+  auto x = bf16_k_grouped(std::int64_t{1} << 30, 256);
+  EXPECT_INVALID(run_bf16_k_grouped(x), "d: G x M must fit in a 32-bit int", "got G = 4, M = 1073741824");
+}
+
 TEST(ValidateBf16, GroupedDMustBeBf16) {
   auto x = bf16_contiguous();
   x.d.dtype = DType::kFloat32;

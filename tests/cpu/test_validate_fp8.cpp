@@ -103,6 +103,12 @@ TEST(ValidateFp8, MaskedHintIsClampedToCapacity) {
   EXPECT_EQ(run_masked(x).expected_m, 30);
 }
 
+// Rows of all groups are one int inside the kernels: G x capacity must fit.
+TEST(ValidateFp8, MaskedFlattenedRowsMustFitInt) {
+  auto x = fp8_masked(2, std::int64_t{1} << 30, 512, 384);
+  EXPECT_INVALID(run_masked(x), "d: G x cap must fit in a 32-bit int", "got G = 2, cap = 1073741824");
+}
+
 TEST(ValidateFp8, MaskedZeroCapacityIsEmpty) {
   EXPECT_TRUE(run_masked(fp8_masked(4, 0)).empty);
 }

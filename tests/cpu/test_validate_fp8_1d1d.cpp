@@ -129,6 +129,12 @@ TEST(ValidateFp8_1d1d, CMustBeRowMajor) {
 
 // ---- k_grouped_fp8_gemm_nt ------------------------------------------------------------------------------------
 
+// Rows of all experts are one int inside the kernels.
+TEST(ValidateFp8KGrouped, FlattenedRowsMustFitInt) {
+  auto x = fp8_k_grouped(std::int64_t{1} << 30, 128);
+  EXPECT_INVALID(run_k_grouped(x), "d: G x M must fit in a 32-bit int", "got G = 3, M = 1073741824");
+}
+
 TEST(ValidateFp8KGrouped, NMustBeEven) {
   auto x = fp8_k_grouped(256, 127);
   EXPECT_INVALID(run_k_grouped(x), "d: N must be a multiple of 2 (the FP32 epilogue stores column pairs)",
