@@ -10,6 +10,9 @@
 #                all: dense contiguous masked wgrad kgrouped bf16)
 #   BENCH_ARGS   extra moegemm-bench flags, e.g. "--iters 50" or "--no-check"
 #   JOBS         parallel build jobs (default: all cores)
+#   SANITIZE     a GoogleTest filter: run those device tests under compute-sanitizer memcheck and racecheck
+#                (k-grouped determinism test at 3 calls per scale value there), e.g. "Fp8KGroupedGpu.*:Bf16AddCGpu.*"
+#   PYTEST       1: also build the Python package (pip, no network, into RESULTS_DIR/python) and run tests/python
 # Exit status: 0 when the build, every test and every checked benchmark row passed; 2 without a GPU; 1 otherwise.
 set -uo pipefail
 
@@ -107,6 +110,34 @@ for SUITE in ${SUITES//,/ }; do
     say "bench $SUITE ok"
   fi
 done
+
+# ---- Optional: sanitizers and the Python package -----------------------------------------------------------------
+if [ -n "${SANITIZE:-}" ]; then
+  if ! command -v compute-sanitizer > /dev/null 2>&1 || [ "$TESTS" = OFF ]; then
+    STATUS=1
+    say "sanitize: not run (compute-sanitizer or the C++ tests missing)"
+  else
+    for TOOL in memcheck racecheck; do
+      if MOEGEMM_TEST_DETERMINISM_CALLS=3 compute-sanitizer --tool "$TOOL" --error-exitcode 1 \
+           "$BUILD_DIR/tests/moegemm_tests" --gtest_filter="$SANITIZE" > "$RESULTS_DIR/$TOOL.log" 2>&1; then
+        say "sanitize $TOOL: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$RESULTS_DIR/$TOOL.log" | tail -n 1)"
+      else
+        STATUS=1
+        say "sanitize $TOOL FAILED (log: $RESULTS_DIR/$TOOL.log)"
+      fi
+    done
+  fi
+fi
+if [ "${PYTEST:-0}" = 1 ]; then
+  PYDIR="$RESULTS_DIR/python"
+  if python3 -m pip install --no-build-isolation --no-deps --target "$PYDIR" "$ROOT" > "$RESULTS_DIR/pip.log" 2>&1 &&
+     PYTHONPATH="$PYDIR" python3 -m pytest "$ROOT/tests/python" -q -rs > "$RESULTS_DIR/pytest.log" 2>&1; then
+    say "pytest: $(tail -n 1 "$RESULTS_DIR/pytest.log")"
+  else
+    STATUS=1
+    say "pytest FAILED (logs: $RESULTS_DIR/pip.log, $RESULTS_DIR/pytest.log)"
+  fi
+fi
 
 echo
 for TABLE in "${TABLES[@]}"; do cat "$TABLE"; done | tee "$RESULTS_DIR/tables.txt"
