@@ -149,7 +149,7 @@ MOEGEMM_DEVICE void store_fp32_with_c(const GemmParams& params, const SchedulerP
       if (first + j >= kPairs) continue;
       const int row = w.row_begin + tile_row_lo + ((i >> 1) & 1) * 8;
       const int col = w.n_begin + (i >> 2) * 8 + col0;
-      // N is a multiple of 8, so col + 1 < N as well.
+      // N is even (validated), so col + 1 < N as well.
       if (col >= prob.n || row_action(prob, w, pass_group, first_pass, row) != RowAction::kStoreAccumulator) continue;
       store_mask |= 1u << j;
       if (params.add_c) {

@@ -37,10 +37,6 @@ MOEGEMM_DEVICE void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
-MOEGEMM_DEVICE void mbarrier_arrive(u64* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-
 MOEGEMM_DEVICE void mbarrier_arrive(u32 addr) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
 }
@@ -129,11 +125,6 @@ MOEGEMM_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async
 // Barrier `id` (1..15; 0 is __syncthreads) over `count` threads (a multiple of 32).
 MOEGEMM_DEVICE void named_barrier_sync(u32 id, u32 count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-
-// Arrives on barrier `id` without waiting (the waiting side uses named_barrier_sync with the same count).
-MOEGEMM_DEVICE void named_barrier_arrive(u32 id, u32 count) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 template <u32 kRegs>

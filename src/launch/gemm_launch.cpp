@@ -192,6 +192,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
                  kernel.record.name.c_str(), lc.grid[0], cluster,
                  cluster > 1 ? jit::max_active_clusters(kernel, lc) : -1, lc.shared_bytes, items);
   }
+  KGroupedTable table;  // k-grouped FP8 only: the per-expert descriptors, written on the stream before the GEMM
   if (kgrouped_fp8) {
     kernels::sm90::KGroupedDescriptorParams dp{};
     dp.a_template = p.tma_a;
@@ -204,21 +205,18 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     dp.capacity = a.k;
     dp.ks_device = a.routing;
     for (int g = 0; g < kernels::sm90::kMaxInlineKGroups; ++g) dp.ks_inline[g] = p.ks_inline[g];
-    const KGroupedTable table = write_kgrouped_descriptors(dp, stream);
+    table = write_kgrouped_descriptors(dp, stream);
     p.kgrouped_tma = table.descriptors;
     p.problem.routing = table.ks;
-    void* args[] = {&p};
-    try {
-      jit::launch(kernel, lc, args, stream);
-    } catch (...) {
-      release_kgrouped_table(table, stream);
-      throw;
-    }
-    release_kgrouped_table(table, stream);
-    return;
   }
   void* args[] = {&p};
-  jit::launch(kernel, lc, args, stream);
+  try {
+    jit::launch(kernel, lc, args, stream);
+  } catch (...) {
+    release_kgrouped_table(table, stream);
+    throw;
+  }
+  release_kgrouped_table(table, stream);  // stream-ordered: after the GEMM; nothing without a table
 }
 
 }  // namespace moegemm::launch
