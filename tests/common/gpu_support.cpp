@@ -12,13 +12,15 @@ std::string gpu_unavailable_reason() {
   return "";
 }
 
-static void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+void cuda_check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(status) + " " + cudaGetErrorString(status));
+  }
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  check(cudaMalloc(&ptr_, bytes + kGuardBytes), "cudaMalloc");
-  check(cudaMemset(static_cast<char*>(ptr_) + bytes, kGuardByte, kGuardBytes), "cudaMemset(guard)");
+  cuda_check(cudaMalloc(&ptr_, bytes + kGuardBytes), "cudaMalloc");
+  cuda_check(cudaMemset(static_cast<char*>(ptr_) + bytes, kGuardByte, kGuardBytes), "cudaMemset(guard)");
 }
 
 DeviceBuffer::~DeviceBuffer() {
@@ -38,25 +40,25 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
   if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
-  check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(H2D)");
+  cuda_check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(H2D)");
   // A pageable H2D cudaMemcpy may return before its DMA lands, and the legacy stream does not order work on
   // non-blocking streams: a graph replayed on one right after an upload raced with it (seen once on the H200).
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after upload");
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after upload");
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
   if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::download: too many bytes");
-  check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(D2H)");
+  cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(D2H)");
 }
 
 void DeviceBuffer::fill_bytes(unsigned char value) {
-  check(cudaMemset(ptr_, value, bytes_), "cudaMemset");
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after memset");  // complete, as upload (see there)
+  cuda_check(cudaMemset(ptr_, value, bytes_), "cudaMemset");
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after memset");  // complete, as upload (see there)
 }
 
 bool DeviceBuffer::guard_intact() const {
   std::vector<unsigned char> g(kGuardBytes);
-  check(cudaMemcpy(g.data(), static_cast<char*>(ptr_) + bytes_, kGuardBytes, cudaMemcpyDeviceToHost),
+  cuda_check(cudaMemcpy(g.data(), static_cast<char*>(ptr_) + bytes_, kGuardBytes, cudaMemcpyDeviceToHost),
         "cudaMemcpy(guard)");
   for (unsigned char b : g) {
     if (b != kGuardByte) return false;

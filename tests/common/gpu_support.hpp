@@ -16,6 +16,10 @@ namespace moegemm::testing {
 // Empty when a usable SM90 device is present, otherwise why not.
 std::string gpu_unavailable_reason();
 
+// Throws std::runtime_error("<what>: <error name> <error string>") unless `status` is cudaSuccess; for helpers that
+// return values (the MOEGEMM_CUDA_CHECK assertion works only in functions returning void).
+void cuda_check(cudaError_t status, const char* what);
+
 #define MOEGEMM_REQUIRE_GPU()                                                     \
   do {                                                                            \
     const std::string why_ = ::moegemm::testing::gpu_unavailable_reason();        \

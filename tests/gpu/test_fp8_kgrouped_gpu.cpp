@@ -42,12 +42,6 @@ namespace ref = reference;
 // product of the very FP8 values and scales the kernel reads, so only accumulation order and FP32 rounding differ.
 constexpr double kMaxDiff = 1e-6;
 
-void cuda_ok(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(status) + " " + cudaGetErrorString(status));
-  }
-}
-
 GemmOptions options_1d1d() {
   GemmOptions options;
   options.recipe = kRecipe1x1x128;
@@ -66,19 +60,16 @@ std::string sizes_text(const std::vector<std::int64_t>& ks) {
   return s + "}";
 }
 
-// Tokens-first activations or gradients x [tokens, channels], N(0, sigma^2) in float.
-std::vector<float> random_tokens(std::int64_t tokens, std::int64_t channels, std::mt19937& rng, float sigma) {
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> x(static_cast<std::size_t>(tokens * channels));
-  for (auto& v : x) v = dist(rng);
-  return x;
-}
-
 std::vector<float> random_floats(std::size_t count, std::mt19937& rng, float sigma) {
   std::normal_distribution<float> dist(0.0f, sigma);
   std::vector<float> v(count);
   for (auto& x : v) x = dist(rng);
   return v;
+}
+
+// Tokens-first activations or gradients x [tokens, channels], N(0, sigma^2) in float.
+std::vector<float> random_tokens(std::int64_t tokens, std::int64_t channels, std::mt19937& rng, float sigma) {
+  return random_floats(static_cast<std::size_t>(tokens * channels), rng, sigma);
 }
 
 // One k-grouped FP8 operand (A with rows = M, or B with rows = N) in device buffers sized for `capacity` tokens
@@ -329,7 +320,7 @@ struct FencedOutput {
   bool fences_intact() const {
     std::vector<unsigned char> pad(kPad);
     for (const std::size_t at : {std::size_t{0}, kPad + bytes}) {
-      cuda_ok(cudaMemcpy(pad.data(), slab.as<char>() + at, kPad, cudaMemcpyDeviceToHost), "cudaMemcpy(fence)");
+      testing::cuda_check(cudaMemcpy(pad.data(), slab.as<char>() + at, kPad, cudaMemcpyDeviceToHost), "cudaMemcpy(fence)");
       for (const unsigned char byte : pad) {
         if (byte != kFence) return false;
       }
@@ -384,9 +375,9 @@ TEST(Fp8KGroupedGpu, OutOfRangeDeviceSizesNeverWriteOutsideD) {
       SCOPED_TRACE(what);
       FencedOutput out(d_count * sizeof(float));
       if (mode == CMode::kDistinct) {
-        cuda_ok(cudaMemset(out.d(), 0xFF, out.bytes), "cudaMemset(D)");
+        testing::cuda_check(cudaMemset(out.d(), 0xFF, out.bytes), "cudaMemset(D)");
       } else {
-        cuda_ok(cudaMemcpy(out.d(), c_host.data(), out.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(D)");
+        testing::cuda_check(cudaMemcpy(out.d(), c_host.data(), out.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(D)");
       }
       const TensorView dv = TensorView::contiguous(out.d(), DType::kFloat32, {groups, m, n});
       const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {groups, m, n});
@@ -394,7 +385,7 @@ TEST(Fp8KGroupedGpu, OutOfRangeDeviceSizesNeverWriteOutsideD) {
                             options_1d1d());
       MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());  // a fault (out-of-bounds access) surfaces here
       std::vector<float> got(d_count);
-      cuda_ok(cudaMemcpy(got.data(), out.d(), out.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(D)");
+      testing::cuda_check(cudaMemcpy(got.data(), out.d(), out.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(D)");
       expect_experts_match(got, want, c_host, m, n, eff, what);
       EXPECT_TRUE(out.fences_intact()) << "a write landed outside D";
       // Only D may change: operands, scales, C and the sizes are as uploaded.
@@ -454,7 +445,7 @@ class MismatchCounter {
     reset();
   }
   void reset() {
-    cuda_ok(cudaMemsetAsync(count_.get(), 0, sizeof(unsigned long long), stream_), "cudaMemsetAsync(counter)");
+    testing::cuda_check(cudaMemsetAsync(count_.get(), 0, sizeof(unsigned long long), stream_), "cudaMemsetAsync(counter)");
   }
   void compare(const void* a, const void* b, std::size_t words) {
     const void* pa = a;
@@ -469,9 +460,9 @@ class MismatchCounter {
   }
   unsigned long long read() {
     unsigned long long value = 0;
-    cuda_ok(cudaMemcpyAsync(&value, count_.get(), sizeof(value), cudaMemcpyDeviceToHost, stream_),
+    testing::cuda_check(cudaMemcpyAsync(&value, count_.get(), sizeof(value), cudaMemcpyDeviceToHost, stream_),
             "cudaMemcpyAsync(counter)");
-    cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    testing::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     return value;
   }
 
