@@ -76,6 +76,26 @@ MOEGEMM_DEVICE void promote(float (&result)[kAcc], const float (&acc)[kAcc], con
   }
 }
 
+// The one or two 128x128 scale blocks of B that a tile's columns touch (recipe (1,128,128)): the first block's
+// K-block-0 scale at `first`, the second's `second_offset` floats further (0 when the tile stays inside one block,
+// so both reads are valid). `split` is the tile-relative column where the second block starts (block_n: none).
+// The producer (which copies the scales into each stage) and the consumers compute it identically.
+struct BScaleBlocks {
+  const float* first;
+  long long second_offset;
+  int split;
+};
+
+template <int kBlockN>
+MOEGEMM_DEVICE BScaleBlocks b_scale_blocks(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
+                                           int group) {
+  const int n_scale_block = w.n_begin / 128;
+  const int split = 128 - (w.n_begin - n_scale_block * 128);
+  const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
+  return {params.sfb + group * params.sfb_group_stride + n_scale_block * params.sfb_n_stride,
+          two_blocks ? params.sfb_n_stride : 0, two_blocks ? split : kBlockN};
+}
+
 template <int kValue>
 struct IntConstant {
   static constexpr int value = kValue;
@@ -233,6 +253,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
+  // Recipe (1,128,128): the producer copies each stage's one or two B block scales into the stage with cp.async
+  // (the consumers then read them from shared memory, like A's). Loading them from global memory in the math warps
+  // put an L2 round trip on every K block's critical path: the compiler consumed the load before the WGMMA wait.
+  constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
@@ -286,7 +310,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     if constexpr (!kUnscaled) tma_prefetch_descriptor(&params.tma_sfa);
     if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
     for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&full_bar[s], 1);
+      // Arrivals per phase: the issuer's arrive.expect_tx, plus its cp.async arrival for B's block scales.
+      mbarrier_init(&full_bar[s], kBlockScaledB ? 2 : 1);
       mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterM);  // one arrival per consumer warp of the cluster
     }
     fence_barrier_init();
@@ -319,6 +344,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           if (g >= 0 && issuer) {
             const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
             const int k_base = kKGrouped ? w.k_begin : 0;  // the expert's offset in the concatenated K
+            BScaleBlocks b_scales{};
+            if constexpr (kBlockScaledB) b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
             if constexpr (kKGroupedFp8) {
               // The descriptors were written by the preceding kernel through the generic proxy.
               tma_descriptor_acquire(params.kgrouped_tma + 2 * g);
@@ -377,6 +404,13 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               if constexpr (kRowScaledB) {
                 tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin, kb);
               }
+              if constexpr (kBlockScaledB) {
+                const u32 sfb_dst = smem_addr(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes);
+                const float* sfb_src = b_scales.first + kb * params.sfb_k_stride;
+                cp_async_4(sfb_dst, sfb_src);
+                cp_async_4(sfb_dst + 4, sfb_src + b_scales.second_offset);
+                cp_async_mbarrier_arrive(bar);
+              }
               cur.advance<kStages>();
             }
           }
@@ -405,8 +439,21 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     const u32 a_addr0 = smem_base + kSmem.a_offset + wg_uniform * (kMnMajorA ? kMnChunkBytes : 64 * kRowBytes);
     const u32 b_addr0 = smem_base + kSmem.b_offset;
     const u32 sfa_addr = smem_base + kSmem.sfa_offset + (wg_uniform * 64 + static_cast<u32>(row_lo)) * 4;
-    const u32 sfb_stage_addr = smem_base + kSmem.sfb_offset + (lane % 4) * 2 * 4;
+    // B's scales of stage 0: recipe (1,1,128) this thread's column pair, recipe (1,128,128) the two block scales.
+    const u32 sfb_stage_addr = smem_base + kSmem.sfb_offset + (kRowScaledB ? (lane % 4) * 2 * 4 : 0);
 
+    // A consumer warp is done with a stage: one arrival on its empty barrier per warp.
+    auto release_stage = [&](u32 stage) {
+      if (lane == 0) {
+        if constexpr (kClusterM > 1) {
+          // The stage is refilled by multicasts from both CTAs: release it to both producers.
+          mbarrier_arrive_cluster(&empty_bar[stage], 0);
+          mbarrier_arrive_cluster(&empty_bar[stage], 1);
+        } else {
+          mbarrier_arrive(empty_bar_addr + stage * 8);
+        }
+      }
+    };
     PipelineCursor cur;
     TileIterator tiles(prob, cluster_id, num_clusters);
     TileWork pair;
@@ -418,36 +465,24 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
         if (g >= 0) {
-          // A tile touches one or two 128-column scale blocks of B: columns below `split` (tile-relative) use the
-          // first, the rest the second. The K loop is instantiated per split value (dispatch_split).
-          const int n_scale_block = w.n_begin / 128;
-          const int split = 128 - (w.n_begin - n_scale_block * 128);
-          const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
-          const float* sfb = params.sfb + g * params.sfb_group_stride + n_scale_block * params.sfb_n_stride;
-          const long long sfb_second = two_blocks ? params.sfb_n_stride : 0;
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            // B's block scales come from global memory (L2): each is loaded one K block ahead of its use.
-            float next_b0 = 1.0f, next_b1 = 1.0f;
-            const float* sfb_k = sfb;
-            if constexpr (!kRowScaledB && !kUnscaled) {
-              next_b0 = load_global_nc_f32(sfb_k);
-              next_b1 = load_global_nc_f32(sfb_k + sfb_second);
-            }
+            // BF16 keeps one K block's WGMMAs in flight while the next are issued (nothing to promote in
+            // between), releasing each stage one K block later; FP8 needs every block's accumulator right away.
+            u32 in_flight_stage = 0;
             for (int kb = 0; kb < tile_kb; ++kb) {
-              const float scale_b0 = next_b0, scale_b1 = next_b1;
-              if constexpr (!kRowScaledB && !kUnscaled) {
-                if (kb + 1 < tile_kb) sfb_k += params.sfb_k_stride;
-                next_b0 = load_global_nc_f32(sfb_k);
-                next_b1 = load_global_nc_f32(sfb_k + sfb_second);
-              }
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
-              float sa_lo = 1.0f, sa_hi = 1.0f;
+              float sa_lo = 1.0f, sa_hi = 1.0f, scale_b0 = 1.0f, scale_b1 = 1.0f;
               if constexpr (!kUnscaled) {
                 sa_lo = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes);
                 sa_hi = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes + 8 * 4);
+              }
+              if constexpr (kBlockScaledB) {
+                // Tiles inside one scale block read the same value twice (second_offset 0 in the copy).
+                scale_b0 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes);
+                scale_b1 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes + 4);
               }
               const u32 a_addr = a_addr0 + stage * kSmem.a_bytes;
               const u32 b_addr = b_addr0 + stage * kSmem.b_bytes;
@@ -473,6 +508,13 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 }
               }
               wgmma_commit();
+              if constexpr (kUnscaled) {
+                wgmma_wait<1>();  // the previous K block's group is done reading its stage
+                if (kb > 0) release_stage(in_flight_stage);
+                in_flight_stage = stage;
+                cur.advance<kStages>();
+                continue;
+              }
               fence_registers(acc);
               wgmma_wait<0>();
               fence_registers(acc);
@@ -480,30 +522,28 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 // B's scales live in this stage: promote before releasing it.
                 promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage_addr + stage * kSmem.sfb_bytes);
               }
-              if (lane == 0) {
-                if constexpr (kClusterM > 1) {
-                  // The stage is refilled by multicasts from both CTAs: release it to both producers.
-                  mbarrier_arrive_cluster(&empty_bar[stage], 0);
-                  mbarrier_arrive_cluster(&empty_bar[stage], 1);
-                } else {
-                  mbarrier_arrive(empty_bar_addr + stage * 8);
-                }
-              }
+              release_stage(stage);
               cur.advance<kStages>();
-              if constexpr (!kRowScaledB && !kUnscaled) {
+              if constexpr (kBlockScaledB) {
                 const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
                 promote<kAcc, kSplit>(result, acc, scales);
+              }
+            }
+            if constexpr (kUnscaled) {
+              if (tile_kb > 0) {
+                fence_registers(acc);
+                wgmma_wait<0>();
+                fence_registers(acc);
+                release_stage(in_flight_stage);
+#pragma unroll
+                for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
               }
             }
           };
           if constexpr (kRowScaledB || kUnscaled) {
             k_loop(IntConstant<kBlockN>{});
           } else {
-            dispatch_split<kBlockN>(two_blocks ? split : kBlockN, k_loop);
-          }
-          if constexpr (kUnscaled) {
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
+            dispatch_split<kBlockN>(b_scale_blocks<kBlockN>(params, prob, w, g).split, k_loop);
           }
         }
 

@@ -104,10 +104,12 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
 MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }
 
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
-// kStages x [A tile | B tile | A scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
+// kStages x [A tile | B tile | A scales | B scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
 struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
-  int sfb_bytes;                    // per stage, recipe (1,1,128) only (B's row scales); 0 otherwise
+  // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) the one or two 128x128-block
+  // scales of the tile's columns at this K block (two floats, cp.async); BF16 none.
+  int sfb_bytes;
   int stage_pitch;                  // bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
@@ -117,7 +119,8 @@ struct GemmSmemLayout {
 };
 
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
-// with each stage.
+// with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in tx_bytes: the
+// copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
@@ -126,7 +129,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
-  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : 0;
+  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : unscaled ? 0 : 16;
   l.stage_pitch = fp32_out ? 0 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch;
   l.a_offset = 0;

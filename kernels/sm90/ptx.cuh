@@ -41,6 +41,18 @@ MOEGEMM_DEVICE void mbarrier_arrive(u32 addr) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
 }
 
+// ---- Non-bulk asynchronous copies (cp.async) ----------------------------------------------------------------------
+// A 4-byte global -> shared copy that the issuing thread does not wait for (the global read goes through L1).
+MOEGEMM_DEVICE void cp_async_4(u32 dst_addr, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst_addr), "l"(src) : "memory");
+}
+
+// One arrival on the barrier once every cp.async this thread issued so far has landed. `noinc`: the arrival is one
+// of those the barrier was initialised to expect.
+MOEGEMM_DEVICE void cp_async_mbarrier_arrive(u64* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
 // Waits for the phase with the given parity of the barrier at shared address `addr` to complete.
 MOEGEMM_DEVICE void mbarrier_wait(u32 addr, u32 parity) {
   u32 done = 0;
@@ -200,12 +212,6 @@ MOEGEMM_DEVICE void load_shared_v2_f32(u32 addr, float& a, float& b) {
 
 MOEGEMM_DEVICE void load_shared_v4(u32 addr, u32& a, u32& b, u32& c, u32& d) {
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
-}
-
-MOEGEMM_DEVICE float load_global_nc_f32(const float* p) {
-  float v;
-  asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
-  return v;
 }
 
 // A 4-byte global load when `pred`, else 0. Predicated rather than branched, so a run of them issues back to back
