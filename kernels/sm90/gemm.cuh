@@ -253,10 +253,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
-  // Recipe (1,128,128): the producer copies each stage's one or two B block scales into the stage with cp.async
-  // (the consumers then read them from shared memory, like A's). Loading them from global memory in the math warps
-  // put an L2 round trip on every K block's critical path: the compiler consumed the load before the WGMMA wait.
-  constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;
+  constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
+  // B's block scales: copied into each stage by the producer, or loaded by the math warps (b_block_scales_in_stages).
+  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
@@ -310,8 +309,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     if constexpr (!kUnscaled) tma_prefetch_descriptor(&params.tma_sfa);
     if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
     for (int s = 0; s < kStages; ++s) {
-      // Arrivals per phase: the issuer's arrive.expect_tx, plus its cp.async arrival for B's block scales.
-      mbarrier_init(&full_bar[s], kBlockScaledB ? 2 : 1);
+      // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
+      mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
       mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterM);  // one arrival per consumer warp of the cluster
     }
     fence_barrier_init();
@@ -345,7 +344,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
             const int k_base = kKGrouped ? w.k_begin : 0;  // the expert's offset in the concatenated K
             BScaleBlocks b_scales{};
-            if constexpr (kBlockScaledB) b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
+            if constexpr (kBScalesInStages) b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
             if constexpr (kKGroupedFp8) {
               // The descriptors were written by the preceding kernel through the generic proxy.
               tma_descriptor_acquire(params.kgrouped_tma + 2 * g);
@@ -404,7 +403,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               if constexpr (kRowScaledB) {
                 tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin, kb);
               }
-              if constexpr (kBlockScaledB) {
+              if constexpr (kBScalesInStages) {
+                // Tiles inside one scale block copy the same value twice (second_offset 0).
                 const u32 sfb_dst = smem_addr(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes);
                 const float* sfb_src = b_scales.first + kb * params.sfb_k_stride;
                 cp_async_4(sfb_dst, sfb_src);
@@ -439,7 +439,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     const u32 a_addr0 = smem_base + kSmem.a_offset + wg_uniform * (kMnMajorA ? kMnChunkBytes : 64 * kRowBytes);
     const u32 b_addr0 = smem_base + kSmem.b_offset;
     const u32 sfa_addr = smem_base + kSmem.sfa_offset + (wg_uniform * 64 + static_cast<u32>(row_lo)) * 4;
-    // B's scales of stage 0: recipe (1,1,128) this thread's column pair, recipe (1,128,128) the two block scales.
+    // B's scales in stage 0: recipe (1,1,128) this thread's column pair; recipe (1,128,128) the two block scales.
     const u32 sfb_stage_addr = smem_base + kSmem.sfb_offset + (kRowScaledB ? (lane % 4) * 2 * 4 : 0);
 
     // A consumer warp is done with a stage: one arrival on its empty barrier per warp.
@@ -468,9 +468,20 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            // BF16 keeps one K block's WGMMAs in flight while the next are issued (nothing to promote in
-            // between), releasing each stage one K block later; FP8 needs every block's accumulator right away.
-            u32 in_flight_stage = 0;
+            // Without the copy, B's block scales come from global memory (L2) two K blocks ahead of their use: the
+            // value for block kb + 1 was loaded during block kb - 1, so wherever the assembler places its first
+            // use in block kb (it hoists register moves above the WGMMA wait), the load has had a whole K block to
+            // return. Loaded one block ahead, the load returned on the critical path of every K block.
+            float next_b0 = 1.0f, next_b1 = 1.0f, after_b0 = 1.0f, after_b1 = 1.0f;
+            const BScaleBlocks b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
+            const float* sfb_k = b_scales.first;  // block min(kb + 2, tile_kb - 1) once the loop runs
+            if constexpr (kBlockScaledB && !kBScalesInStages) {
+              next_b0 = __ldg(sfb_k);
+              next_b1 = __ldg(sfb_k + b_scales.second_offset);
+              if (tile_kb > 1) sfb_k += params.sfb_k_stride;
+              after_b0 = __ldg(sfb_k);
+              after_b1 = __ldg(sfb_k + b_scales.second_offset);
+            }
             for (int kb = 0; kb < tile_kb; ++kb) {
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
@@ -479,8 +490,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 sa_lo = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes);
                 sa_hi = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes + 8 * 4);
               }
-              if constexpr (kBlockScaledB) {
-                // Tiles inside one scale block read the same value twice (second_offset 0 in the copy).
+              if constexpr (kBScalesInStages) {
                 scale_b0 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes);
                 scale_b1 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes + 4);
               }
@@ -508,16 +518,18 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 }
               }
               wgmma_commit();
-              if constexpr (kUnscaled) {
-                wgmma_wait<1>();  // the previous K block's group is done reading its stage
-                if (kb > 0) release_stage(in_flight_stage);
-                in_flight_stage = stage;
-                cur.advance<kStages>();
-                continue;
-              }
               fence_registers(acc);
               wgmma_wait<0>();
               fence_registers(acc);
+              if constexpr (kBlockScaledB && !kBScalesInStages) {
+                scale_b0 = next_b0;
+                scale_b1 = next_b1;
+                next_b0 = after_b0;
+                next_b1 = after_b1;
+                if (kb + 2 < tile_kb) sfb_k += params.sfb_k_stride;
+                after_b0 = __ldg(sfb_k);
+                after_b1 = __ldg(sfb_k + b_scales.second_offset);
+              }
               if constexpr (kRowScaledB) {
                 // B's scales live in this stage: promote before releasing it.
                 promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage_addr + stage * kSmem.sfb_bytes);
@@ -529,21 +541,15 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 promote<kAcc, kSplit>(result, acc, scales);
               }
             }
-            if constexpr (kUnscaled) {
-              if (tile_kb > 0) {
-                fence_registers(acc);
-                wgmma_wait<0>();
-                fence_registers(acc);
-                release_stage(in_flight_stage);
-#pragma unroll
-                for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
-              }
-            }
           };
           if constexpr (kRowScaledB || kUnscaled) {
             k_loop(IntConstant<kBlockN>{});
           } else {
             dispatch_split<kBlockN>(b_scale_blocks<kBlockN>(params, prob, w, g).split, k_loop);
+          }
+          if constexpr (kUnscaled) {
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
           }
         }
 

@@ -99,6 +99,15 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 192 && block_n % 16 == 0;
 }
 
+// Recipe (1,128,128) with 128-row tiles (two math warpgroups): the producer copies each stage's one or two B block
+// scales into the stage (cp.async); with 64-row tiles the math warpgroup loads them from global memory two K
+// blocks ahead. Measured on the H200 (docs/results/2026-12-03-bscale-path.md): the copy is the faster of the two on
+// 128-row tiles (where the assembler puts the register load's first use before the WGMMA wait), 10-15% slower on
+// the 64-row decode tiles.
+MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && block_m == 128;
+}
+
 // Elements of K per pipeline stage: every stage row is 128 bytes (one 128-byte swizzle atom), so 128 FP8 values
 // (one scale block) or 64 BF16 values.
 MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }
@@ -107,8 +116,8 @@ MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 6
 // kStages x [A tile | B tile | A scales | B scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
 struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
-  // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) the one or two 128x128-block
-  // scales of the tile's columns at this K block (two floats, cp.async); BF16 none.
+  // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) with 128-row tiles the one or
+  // two 128x128-block scales of the tile's columns at this K block (two floats, cp.async); otherwise none.
   int sfb_bytes;
   int stage_pitch;                  // bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free
   int d_bytes_per_wg;
@@ -119,7 +128,7 @@ struct GemmSmemLayout {
 };
 
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
-// with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in tx_bytes: the
+// with each stage; recipe (1,128,128) with 128-row tiles gets the stage's B block scales by cp.async (not counted in tx_bytes: the
 // copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
@@ -129,7 +138,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
-  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : unscaled ? 0 : 16;
+  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe, block_m) ? 16 : 0;
   l.stage_pitch = fp32_out ? 0 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch;
   l.a_offset = 0;

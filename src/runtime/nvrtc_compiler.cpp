@@ -145,6 +145,10 @@ const std::vector<std::string>& compile_options() {
         "-DNDEBUG",
     };
     if (env_flag("MOEGEMM_JIT_LINEINFO")) options.push_back("-lineinfo");
+    // One extra macro for kernel experiments (A/B of a code path in one process); part of the disk key.
+    if (const char* define = std::getenv("MOEGEMM_JIT_DEFINE"); define && *define) {
+      options.push_back(std::string("-D") + define);
+    }
     return options;
   }();
   return kOptions;
