@@ -23,40 +23,70 @@
 
 namespace moegemm::kernels::sm90 {
 
-// first_group_in_rows / next_group_in_rows (common/scheduler.cuh, the specification) computed by a whole warp:
-// each lane scans every 32nd row, then a min-reduction. All 32 lanes must call it; all get the same answer.
-MOEGEMM_DEVICE int warp_next_group_in_rows(const int* routing, int begin, int end, int num_groups, int after) {
+// first_group_in_rows / next_group_in_rows (common/scheduler.cuh, the specification) computed by a whole warp: each
+// lane scans every 32nd row, then a min-reduction. One scan yields the two smallest valid groups above `after`,
+// so a tile with one or two experts (nearly all of them) needs a single scan: each scan is a global-memory round
+// trip on the way into or out of a tile. All 32 lanes must call it; all get the same answer (-1: none).
+struct GroupPair {
+  int first, second;  // the smallest valid group above `after`, and the next one
+};
+
+MOEGEMM_DEVICE GroupPair warp_next_groups_in_rows(const int* routing, int begin, int end, int num_groups, int after) {
   constexpr int kNone = 0x7fffffff;
-  int best = kNone;
+  int lo = kNone, hi = kNone;  // lo < hi, or hi == kNone
+  auto insert = [&](int g) {
+    if (g < lo) {
+      hi = lo;
+      lo = g;
+    } else if (g > lo && g < hi) {
+      hi = g;
+    }
+  };
   for (int r = begin + static_cast<int>(lane_index()); r < end; r += 32) {
     const int g = routing[r];
-    if (is_valid_group(g, num_groups) && g > after && g < best) best = g;
+    if (is_valid_group(g, num_groups) && g > after) insert(g);
   }
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) best = min_of(best, __shfl_xor_sync(0xffffffffu, best, offset));
-  return best == kNone ? -1 : best;
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int other_lo = __shfl_xor_sync(0xffffffffu, lo, offset);
+    const int other_hi = __shfl_xor_sync(0xffffffffu, hi, offset);
+    if (other_lo != kNone) insert(other_lo);
+    if (other_hi != kNone) insert(other_hi);
+  }
+  return {lo == kNone ? -1 : lo, hi == kNone ? -1 : hi};
 }
 
-// The tile's first pass group and the one after a pass: the scheduler's own value, except for row-to-group,
-// where the warp computes it.
+// The passes over one tile: the scheduler's group, or for row-to-group the experts present in ascending order,
+// found by the warp. `upcoming` caches the pass after `current` when the last scan saw it.
 template <GroupedKind kLayout>
-MOEGEMM_DEVICE int first_pass_group(const SchedulerProblem& p, const TileWork& w) {
-  if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
-    return warp_next_group_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, -1);
-  } else {
-    return w.group;
-  }
-}
+struct TilePasses {
+  int current = -1;
+  int upcoming = -1;
 
-template <GroupedKind kLayout>
-MOEGEMM_DEVICE int following_pass_group(const SchedulerProblem& p, const TileWork& w, int pass_group) {
-  if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
-    if (pass_group < 0) return -1;
-    return warp_next_group_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, pass_group);
-  } else {
-    return -1;
+  MOEGEMM_DEVICE void start(const SchedulerProblem& p, const TileWork& w) {
+    if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
+      const GroupPair groups = warp_next_groups_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, -1);
+      current = groups.first;
+      upcoming = groups.second;
+    } else {
+      current = w.group;
+    }
   }
-}
+
+  // Moves to the next pass; false when the tile is done.
+  MOEGEMM_DEVICE bool advance(const SchedulerProblem& p, const TileWork& w) {
+    if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
+      if (current < 0 || upcoming < 0) return false;
+      // A third expert can only follow the second if it also lies in these rows: scan again from the second.
+      const GroupPair groups = warp_next_groups_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, upcoming);
+      current = upcoming;
+      upcoming = groups.first;
+      return true;
+    } else {
+      return false;
+    }
+  }
+};
 
 // Promotion of one K block: result += acc * scale_a[row] * scale_b[column block]. A thread's accumulator i sits in
 // row half (i >> 1) & 1 and 8-column group i >> 2, both compile-time; whether that group lies before the tile's
@@ -339,7 +369,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
       TileWork pair;
       while (tiles.next(pair, false)) {
         const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
-        for (int g = first_pass_group<kLayout>(prob, w);;) {
+        TilePasses<kLayout> passes;
+        passes.start(prob, w);
+        do {
+          const int g = passes.current;
           if (g >= 0 && issuer) {
             const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
             const int k_base = kKGrouped ? w.k_begin : 0;  // the expert's offset in the concatenated K
@@ -414,9 +447,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               cur.advance<kStages>();
             }
           }
-          g = following_pass_group<kLayout>(prob, w, g);
-          if (g < 0) break;
-        }
+        } while (passes.advance(prob, w));
       }
     }
     __syncwarp();  // reconverge the first warp before the warp-aligned cluster barrier
@@ -461,7 +492,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     float result[kAcc];
     while (tiles.next(pair, false)) {
       const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
-      for (int g = first_pass_group<kLayout>(prob, w), first = 1;; first = 0) {
+      TilePasses<kLayout> passes;
+      passes.start(prob, w);
+      for (int first = 1;; first = 0) {
+        const int g = passes.current;
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
         if (g >= 0) {
@@ -556,8 +590,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
         if constexpr (kFp32Out) {
           store_fp32_with_c<kBlockN>(params, prob, w, g, first != 0, result, warpgroup * 64 + row_lo,
                                      static_cast<int>(lane % 4) * 2);
-          g = following_pass_group<kLayout>(prob, w, g);
-          if (g < 0) break;
+          if (!passes.advance(prob, w)) break;
           continue;
         }
         // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
@@ -566,6 +599,15 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                               static_cast<int>(lane % 4) * 2);
         }
         named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
+        // What the store loop does with each of the warpgroup's 64 rows, decided once per row and kept in the row's
+        // padding bytes of the staging buffer (after its block_n values). For row-to-group this reads the routing:
+        // 64 loads in flight together instead of one dependent load per store iteration (12 at block_n 192).
+        const u32 action_offset = kBlockN * 2;
+        if (tid_in_wg < 64) {
+          const int row = w.row_begin + warpgroup * 64 + static_cast<int>(tid_in_wg);
+          store_shared_u32(d_stage_addr + tid_in_wg * kSmem.stage_pitch + action_offset,
+                           static_cast<u32>(row_action(prob, w, g, first != 0, row)));
+        }
 #pragma unroll
         for (int i = 0; i < kAcc; i += 2) {
           const int row = row_lo + ((i >> 1) & 1) * 8;
@@ -582,7 +624,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           const int col = w.n_begin + (c % kChunksPerRow) * 8;
           const int row = w.row_begin + warpgroup * 64 + r;
           if (col >= prob.n) continue;
-          const RowAction action = row_action(prob, w, g, first != 0, row);
+          const RowAction action =
+              static_cast<RowAction>(load_shared_u32(d_stage_addr + r * kSmem.stage_pitch + action_offset));
           if (action == RowAction::kSkip) continue;
           u32 v0 = 0, v1 = 0, v2 = 0, v3 = 0;
           if (action == RowAction::kStoreAccumulator) {
@@ -590,8 +633,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           }
           store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
         }
-        g = following_pass_group<kLayout>(prob, w, g);
-        if (g < 0) break;
+        if (!passes.advance(prob, w)) break;
       }
     }
   }  // consumers

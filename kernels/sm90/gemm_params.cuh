@@ -119,7 +119,9 @@ struct GemmSmemLayout {
   // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) with 128-row tiles the one or
   // two 128x128-block scales of the tile's columns at this K block (two floats, cp.async); otherwise none.
   int sfb_bytes;
-  int stage_pitch;                  // bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free
+  // Bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free; the epilogue keeps the row's store
+  // decision (RowAction) in those 16 bytes.
+  int stage_pitch;
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
   int bytes;          // from the aligned base

@@ -200,6 +200,12 @@ MOEGEMM_DEVICE void store_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 
+MOEGEMM_DEVICE u32 load_shared_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 MOEGEMM_DEVICE float load_shared_f32(u32 addr) {
   float v;
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");

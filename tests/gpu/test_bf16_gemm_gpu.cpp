@@ -125,13 +125,15 @@ TEST(Bf16StagedGpu, MaskedOddCapacitiesStayInsideTheirGroup) {
   }
 }
 
-TEST(Bf16StagedGpu, ContiguousRowToGroupWithPadding) {
+TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
   MOEGEMM_REQUIRE_GPU();
   std::mt19937 rng(4);
   const int m_total = 512, groups = 3, n = 384, k = 512;
   std::vector<int> index(m_total, -1);
   for (int r = 0; r < 100; ++r) index[r] = 0;
   for (int r = 128; r < 300; ++r) index[r] = 2;
+  for (int r = 300; r < 310; ++r) index[r] = 0;  // three experts in one 128-row block: three passes
+  for (int r = 310; r < 320; ++r) index[r] = 1;
   for (int r = 384; r < 500; ++r) index[r] = 1;
   Bf16Tensor a(static_cast<std::size_t>(m_total) * k, rng, 1.0f),
       b(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);

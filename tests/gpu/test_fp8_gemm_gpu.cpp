@@ -393,6 +393,8 @@ TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
   for (int r = 256; r < 300; ++r) index[r] = 1;
   for (int r = 300; r < 340; ++r) index[r] = 2;  // same block as expert 1
   for (int r = 340; r < 350; ++r) index[r] = 1;  // back to 1: not sorted inside the block
+  for (int r = 350; r < 360; ++r) index[r] = 0;  // a third and a fourth expert in that block: the kernel's
+  index[370] = 3;                                 // pass search has to look past the two it finds per scan
   for (int r = 384; r < 500; ++r) index[r] = 3;
   index[400] = 7;   // >= groups: padding
   index[401] = -9;  // < -1: padding
