@@ -34,6 +34,9 @@ struct SchedulerProblem {
   int block_n = 128;
   int band = 8;                  // rasterisation band: m-blocks per band (values below 1 act as 1)
   const int* routing = nullptr;  // int32 [rows] (row-to-group) or [G] (other grouped kinds); unused for dense
+  // K-grouped only: experts with K_g = 0 still get their tiles, with an empty reduction, so that the epilogue
+  // writes D[g] = C[g] from a C distinct from D (without it they get none, and D[g] is left as it is).
+  int kgrouped_empty_experts_store = 0;
 };
 
 // One output tile. Rows are in D's flattened row space: [M] dense, [M_total] contiguous, [G * rows] masked,
@@ -158,8 +161,8 @@ MOEGEMM_HD long long max_work_items(const SchedulerProblem& p) {
     case GroupedKind::kMasked:
       return p.num_groups * m_blocks * n_blocks;
     case GroupedKind::kKGrouped:
-      // Each expert with tiles has K_g >= 1, and the K_g sum to at most k.
-      return min_of(p.num_groups, p.k) * m_blocks * n_blocks;
+      // Each expert with tiles has K_g >= 1, and the K_g sum to at most k (unless empty experts store too).
+      return (p.kgrouped_empty_experts_store ? p.num_groups : min_of(p.num_groups, p.k)) * m_blocks * n_blocks;
   }
   return 0;
 }
@@ -270,7 +273,7 @@ class TileIterator {
         k_len_ = min_of(max_of(p_.routing[s], 0), p_.k - carry_);
         carry_ += k_len_;
         begin = s * p_.rows;
-        end = k_len_ > 0 ? begin + p_.rows : begin;
+        end = k_len_ > 0 || p_.kgrouped_empty_experts_store ? begin + p_.rows : begin;
         break;
     }
     row_begin_ = begin;

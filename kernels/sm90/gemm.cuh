@@ -582,8 +582,11 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             dispatch_split<kBlockN>(b_scale_blocks<kBlockN>(params, prob, w, g).split, k_loop);
           }
           if constexpr (kUnscaled) {
+            // A k-grouped expert without K stores C alone: acc still holds the previous tile's sum then.
+            if (tile_kb > 0) {
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
+              for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
+            }
           }
         }
 

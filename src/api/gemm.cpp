@@ -183,16 +183,27 @@ void check_kgrouped_output(const validate::GemmProblem& p, const TensorView& d, 
   }
 }
 
-// A distinct C is copied into D first (stream-ordered), so experts with K_g = 0 end with D[g] = C[g] and the
-// others accumulate onto it.
-void copy_c_into_kgrouped_d(const validate::GemmProblem& p, Stream stream) {
-  const std::int64_t m = p.m, n = p.n, groups = p.num_groups;
-  if (p.has_c && !p.c_aliases_d && groups * m * n > 0) {
-    jit::check(jit::driver().cuMemcpyAsync(
-                   reinterpret_cast<CUdeviceptr>(p.d.ptr), reinterpret_cast<CUdeviceptr>(p.c.ptr),
-                   static_cast<std::size_t>(groups * m * n) * sizeof(float), static_cast<CUstream>(stream)),
+// K-grouped C: a C distinct from D is read by the epilogue where D is written (D = C + A B^T), and experts with
+// K_g = 0 get tiles with an empty reduction, so they store D[g] = C[g]; C aliasing D, or no C, accumulates onto D
+// and leaves empty experts' D as it is. C and D are contiguous [G, M, N] (check_kgrouped_output), so the kernel's
+// flattened rows address both.
+// An empty k-grouped problem (no rows, or every K_g = 0) launches nothing; with a distinct C it still owes D = C.
+void copy_c_if_empty(const validate::GemmProblem& p, Stream stream) {
+  const std::int64_t count = static_cast<std::int64_t>(p.num_groups) * p.m * p.n;
+  if (p.empty && p.has_c && !p.c_aliases_d && count > 0) {
+    jit::check(jit::driver().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(p.d.ptr),
+                                           reinterpret_cast<CUdeviceptr>(p.c.ptr),
+                                           static_cast<std::size_t>(count) * sizeof(float), static_cast<CUstream>(stream)),
                "cuMemcpyAsync(d <- c)");
   }
+}
+
+void set_kgrouped_c(const validate::GemmProblem& p, launch::GemmLaunch& l) {
+  const bool distinct_c = p.has_c && !p.c_aliases_d;
+  l.add_c = true;
+  l.c = distinct_c ? static_cast<const float*>(p.c.ptr) : nullptr;
+  l.ldc = distinct_c ? p.n : 0;
+  l.kgrouped_empty_experts_store = distinct_c;
 }
 
 // Planner hint for k-grouped shapes: M and N per expert, the mean K.
@@ -217,7 +228,7 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
   }
   check_kgrouped_output(p, d, c, "k_grouped_fp8_gemm_nt");
   const int sms = resolve_num_sms(p.max_sms);
-  copy_c_into_kgrouped_d(p, stream);
+  copy_c_if_empty(p, stream);
   if (p.empty) return;
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   KernelConfig config;
@@ -231,8 +242,7 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
   l.sfb_mn_stride = p.sfb.k_stride;  // MN-major row scales: consecutive k-blocks are tma_aligned(N) apart
   l.routing = p.ks_device;
   l.host_ks = &p.ks;
-  l.add_c = true;  // onto C (copied into D above), onto C aliasing D, or onto D itself (no C: D += A B^T)
-  l.c = nullptr;
+  set_kgrouped_c(p, l);
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
 
@@ -296,7 +306,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   const validate::GemmProblem p = validate::check_k_grouped_bf16_gemm_tn(a, b, d, c, layout, options);
   check_kgrouped_output(p, d, c, "k-grouped BF16");
   const int sms = resolve_num_sms(p.max_sms);
-  copy_c_into_kgrouped_d(p, stream);
+  copy_c_if_empty(p, stream);
   if (p.empty) return;
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
   KernelConfig config;
@@ -317,8 +327,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   l.mn_major = 3;
   l.routing = p.ks_device;
   l.host_ks = &p.ks;
-  l.add_c = true;  // onto C (copied into D above), onto C aliasing D, or onto D itself (no C: D += A^T B)
-  l.c = nullptr;
+  set_kgrouped_c(p, l);
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
 

@@ -71,6 +71,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   const int n_blocks = (a.n + c.block_n - 1) / c.block_n;
   prob.band = kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, c.block_n, c.num_sms / cluster);
   prob.routing = a.routing;
+  prob.kgrouped_empty_experts_store = a.kgrouped_empty_experts_store ? 1 : 0;
 
   p.sfb = a.sfb;
   p.sfb_group_stride = a.sfb_group_stride;

@@ -100,7 +100,7 @@ Expected expected_for(const Case& c) {
         e.k_len[g] = k_g;
         used += k_g;
         e.group_begin[g] = static_cast<long long>(g) * p.rows;
-        e.group_end[g] = k_g > 0 ? e.group_begin[g] + p.rows : e.group_begin[g];
+        e.group_end[g] = k_g > 0 || p.kgrouped_empty_experts_store ? e.group_begin[g] + p.rows : e.group_begin[g];
         for (long long r = e.group_begin[g]; r < e.group_end[g]; ++r) e.owner[r] = g;
       }
       break;
@@ -171,7 +171,7 @@ void check_fields(const Case& c, const Expected& e, const TileWork& w) {
   ASSERT_EQ(w.k_begin, e.k_begin[g]);
   ASSERT_EQ(w.k_len, e.k_len[g]);
   if (p.kind == GroupedKind::kKGrouped) {
-    ASSERT_GT(w.k_len, 0);
+    if (!p.kgrouped_empty_experts_store) ASSERT_GT(w.k_len, 0);
     ASSERT_EQ(w.a_row, w.m_block * p.block_m);
     ASSERT_EQ(w.b_row, w.n_begin);
   } else {
@@ -541,6 +541,7 @@ TEST(Scheduler, KGroupedRandom) {
     c.p.num_groups = uniform(rng, 1, 10);
     c.p.rows = uniform(rng, 1, 300);
     c.p.k = trial == 0 ? 0 : uniform(rng, 0, 3000);
+    c.p.kgrouped_empty_experts_store = trial % 2;
     for (int g = 0; g < c.p.num_groups; ++g) {
       switch (rng() % 6) {
         case 0: c.routing.push_back(0); break;
@@ -576,6 +577,16 @@ TEST(Scheduler, KGroupedOffsetsAreRunningSums) {
     seen.insert(w.group);
   }
   ASSERT_EQ(seen, (std::set<int>{0, 1, 3, 4}));
+
+  // With empty experts storing (C distinct from D), expert 2 gets its tiles too, with an empty reduction.
+  p.kgrouped_empty_experts_store = 1;
+  seen.clear();
+  for (const TileWork& w : run_cta(p, 0, 1)) {
+    ASSERT_EQ(w.k_begin, expected_begin[w.group]);
+    ASSERT_EQ(w.k_len, expected_len[w.group]);
+    seen.insert(w.group);
+  }
+  ASSERT_EQ(seen, (std::set<int>{0, 1, 2, 3, 4}));
 }
 
 // The cursor only moves forward: a CTA's whole walk costs O(G + items). 200000 one-tile groups over 132 CTAs take
