@@ -42,9 +42,15 @@ MOEGEMM_DEVICE GroupPair warp_next_groups_in_rows(const int* routing, int begin,
       hi = g;
     }
   };
-  for (int r = begin + static_cast<int>(lane_index()); r < end; r += 32) {
-    const int g = routing[r];
-    if (is_valid_group(g, num_groups) && g > after) insert(g);
+  // Four loads per lane in flight before any is compared: a 128-row tile costs one memory round trip, not four.
+  for (int base = begin + static_cast<int>(lane_index()); base < end; base += 4 * 32) {
+    int values[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) values[i] = base + 32 * i < end ? routing[base + 32 * i] : -1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (is_valid_group(values[i], num_groups) && values[i] > after) insert(values[i]);
+    }
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
