@@ -59,6 +59,11 @@ MOEGEMM_DEVICE GroupPair warp_next_groups_in_rows(const int* routing, int begin,
     if (other_lo != kNone) insert(other_lo);
     if (other_hi != kNone) insert(other_hi);
   }
+  // Every lane holds the same values now; taking lane 0's lets the compiler know it (warp-uniform values keep
+  // the main loop's descriptors and branches on the uniform datapath: without it, the row-to-group kernel
+  // recomputed its WGMMA descriptors in vector registers every K block).
+  lo = __shfl_sync(0xffffffffu, lo, 0);
+  hi = __shfl_sync(0xffffffffu, hi, 0);
   return {lo == kNone ? -1 : lo, hi == kNone ? -1 : hi};
 }
 

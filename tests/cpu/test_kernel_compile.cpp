@@ -59,6 +59,10 @@ INSTANTIATE_TEST_SUITE_P(
     Configs, Fp8KernelCompiles,
     ::testing::Values(
         Case{128, 128, kernels::GroupedKind::kDense}, Case{128, 192, kernels::GroupedKind::kDense},
+        // The planner's tile for the large contiguous rows, in both index forms (row-to-group spilled in its
+        // consumers at this width before its pass groups were made warp-uniform).
+        Case{128, 192, kernels::GroupedKind::kContiguousRowToGroup},
+        Case{128, 192, kernels::GroupedKind::kContiguousGroupEnds},
         Case{64, 16, kernels::GroupedKind::kDense}, Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds},
         Case{128, 160, kernels::GroupedKind::kContiguousRowToGroup}, Case{64, 96, kernels::GroupedKind::kMasked},
         Case{128, 192, kernels::GroupedKind::kDense, 2}, Case{128, 160, kernels::GroupedKind::kMasked, 2},
