@@ -2,6 +2,10 @@
 // of tile shapes must compile for sm_90a, and the consumer warpgroups must not spill.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include "launch/gemm_launch.hpp"
 #include "plan/gemm_plan.hpp"
 #include "runtime/nvrtc_compiler.hpp"
@@ -9,6 +13,21 @@
 
 namespace moegemm {
 namespace {
+
+// With MOEGEMM_TEST_CUBIN_DIR set, each compiled kernel is written there (<name>.cubin and the ptxas report,
+// <name>.log) for reading its SASS: scripts/sass_loops.sh summarises the K loops of every configuration.
+void keep_for_inspection(const std::string& name, const jit::CompiledBinary& bin) {
+  const char* folder = std::getenv("MOEGEMM_TEST_CUBIN_DIR");
+  if (folder == nullptr || *folder == 0) return;
+  std::string file = name;
+  for (char& ch : file) {
+    if (ch == '/') ch = '_';
+  }
+  const std::string base = std::string(folder) + "/" + file;
+  std::ofstream(base + ".cubin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bin.cubin.data()), static_cast<std::streamsize>(bin.cubin.size()));
+  std::ofstream(base + ".log") << bin.log;
+}
 
 struct Case {
   int block_m, block_n;
@@ -50,6 +69,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   // An accumulator array placed in local memory shows as stack without spills (seen at block_n 192 with the
   // per-column promotion): bound the stack frame too.
   EXPECT_LE(bin.usage.local_bytes, 64) << spec.name << "\n" << bin.log;
+  keep_for_inspection(spec.name, bin);
   RecordProperty("registers", bin.usage.registers);
   RecordProperty("spill_stores", bin.usage.spill_store_bytes);
   RecordProperty("compile_ms", static_cast<int>(bin.compile_ms));

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Reads the compiled code of every kernel configuration the compile checks build (no GPU needed): runs the
+# Fp8KernelCompiles tests with MOEGEMM_TEST_CUBIN_DIR, disassembles each cubin with nvdisasm and prints, per kernel,
+# its ptxas spill line and one line per K loop (from the stage wait to the WGMMA wait): instructions, WGMMAs,
+# R2UR moves (descriptors built in vector registers instead of on the uniform datapath) and local-memory accesses.
+# A K loop with R2UR or local memory, or a consumer spill, is a lead for the performance work
+# (docs/benchmarking.md, "Reading the compiled code").
+#
+# Usage: scripts/sass_loops.sh [gtest filter]      (default: all Fp8KernelCompiles configurations)
+# Environment: BUILD_DIR (default build, as scripts/test.sh makes it), NVDISASM (default: nvdisasm on PATH, or the
+#   one of the nvidia-cuda-nvdisasm wheel: python3 -m pip install nvidia-cuda-nvdisasm==13.5.37), OUT (folder for
+#   the cubins and listings; default a temporary folder).
+# Exit status: 0; 1 when the tests fail; 2 without nvdisasm.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+FILTER="${1:-*Fp8KernelCompiles*}"
+
+NVDISASM="${NVDISASM:-$(command -v nvdisasm || true)}"
+if [ -z "$NVDISASM" ]; then
+  NVDISASM="$(python3 -c 'import glob, os, nvidia; print(next(iter(glob.glob(os.path.join(list(nvidia.__path__)[0], "cu*", "bin", "nvdisasm"))), ""))' 2>/dev/null || true)"
+fi
+if [ -z "$NVDISASM" ] || [ ! -x "$NVDISASM" ]; then
+  echo "sass_loops: nvdisasm not found: set NVDISASM, or python3 -m pip install nvidia-cuda-nvdisasm==13.5.37" >&2
+  exit 2
+fi
+TESTS="$BUILD_DIR/tests/moegemm_tests"
+if [ ! -x "$TESTS" ]; then echo "sass_loops: $TESTS not built (run scripts/test.sh first)" >&2; exit 1; fi
+
+OUT="${OUT:-$(mktemp -d)}"
+mkdir -p "$OUT"
+if ! MOEGEMM_TEST_CUBIN_DIR="$OUT" "$TESTS" --gtest_filter="$FILTER" > "$OUT/tests.log" 2>&1; then
+  tail -n 20 "$OUT/tests.log"
+  exit 1
+fi
+for cubin in "$OUT"/*.cubin; do
+  name="$(basename "$cubin" .cubin)"
+  "$NVDISASM" -c "$cubin" > "$OUT/$name.sass" 2>/dev/null || { echo "$name: nvdisasm failed"; continue; }
+  spills="$(grep -aho '[0-9]* bytes spill stores' "$OUT/$name.log" | head -n 1)"
+  echo "$name: ${spills:-spills unknown}"
+  awk '
+    /TRYWAIT/ { inloop = 1; n = 0; r2ur = 0; local = 0; gmma = 0 }
+    inloop && /\/\*[0-9a-f]+\*\// { n++ }
+    inloop && /R2UR/ { r2ur++ }
+    inloop && /(STL|LDL)/ { local++ }
+    inloop && /GMMA/ { gmma++ }
+    inloop && /DEPBAR/ {
+      if (gmma > 0) printf "  K loop: %d instructions to the WGMMA wait, %d WGMMA, %d R2UR, %d local\n", n, gmma, r2ur, local
+      inloop = 0
+    }
+  ' "$OUT/$name.sass" | sort | uniq -c
+done
+echo "sass_loops: cubins, ptxas reports and listings in $OUT"
