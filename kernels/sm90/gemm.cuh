@@ -23,6 +23,12 @@
 
 namespace moegemm::kernels::sm90 {
 
+// A value every lane of the warp holds, taken from lane 0 so that the compiler knows it is warp-uniform. Values
+// derived from memory reads (routing, k-grouped sizes) are not provably uniform otherwise, and a main loop under a
+// branch or trip count that is not provably uniform leaves the uniform datapath: its WGMMA descriptors are then
+// rebuilt in vector registers every K block (scripts/sass_loops.sh shows it as R2UR in the K loop).
+MOEGEMM_DEVICE int warp_uniform(int value) { return __shfl_sync(0xffffffffu, value, 0); }
+
 // first_group_in_rows / next_group_in_rows (common/scheduler.cuh, the specification) computed by a whole warp: each
 // lane scans every 32nd row, then a min-reduction. One scan yields the two smallest valid groups above `after`,
 // so a tile with one or two experts (nearly all of them) needs a single scan: each scan is a global-memory round
@@ -59,11 +65,9 @@ MOEGEMM_DEVICE GroupPair warp_next_groups_in_rows(const int* routing, int begin,
     if (other_lo != kNone) insert(other_lo);
     if (other_hi != kNone) insert(other_hi);
   }
-  // Every lane holds the same values now; taking lane 0's lets the compiler know it (warp-uniform values keep
-  // the main loop's descriptors and branches on the uniform datapath: without it, the row-to-group kernel
-  // recomputed its WGMMA descriptors in vector registers every K block).
-  lo = __shfl_sync(0xffffffffu, lo, 0);
-  hi = __shfl_sync(0xffffffffu, hi, 0);
+  // Every lane holds the same values now (warp_uniform tells the compiler).
+  lo = warp_uniform(lo);
+  hi = warp_uniform(hi);
   return {lo == kNone ? -1 : lo, hi == kNone ? -1 : hi};
 }
 
@@ -80,7 +84,7 @@ struct TilePasses {
       current = groups.first;
       upcoming = groups.second;
     } else {
-      current = w.group;
+      current = warp_uniform(w.group);
     }
   }
 
