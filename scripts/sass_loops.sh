@@ -18,7 +18,7 @@ FILTER="${1:-*Fp8KernelCompiles*}"
 
 NVDISASM="${NVDISASM:-$(command -v nvdisasm || true)}"
 if [ -z "$NVDISASM" ]; then
-  NVDISASM="$(python3 -c 'import glob, os, nvidia; print(next(iter(glob.glob(os.path.join(list(nvidia.__path__)[0], "cu*", "bin", "nvdisasm"))), ""))' 2>/dev/null || true)"
+  NVDISASM="$(python3 -c 'import glob, os, nvidia; print(next((f for d in nvidia.__path__ for f in glob.glob(os.path.join(d, "cu*", "bin", "nvdisasm"))), ""))' 2>/dev/null || true)"
 fi
 if [ -z "$NVDISASM" ] || [ ! -x "$NVDISASM" ]; then
   echo "sass_loops: nvdisasm not found: set NVDISASM, or python3 -m pip install nvidia-cuda-nvdisasm==13.5.37" >&2

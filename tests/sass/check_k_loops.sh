@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# CTest guard on the compiled code (no GPU needed): the K loops of the configurations the benchmark suites run on
+# large shapes must stay on the uniform datapath (no R2UR: WGMMA descriptors not rebuilt in vector registers) and
+# must not touch local memory (no consumer spill). Both regressions have happened (docs/results/
+# 2026-12-03-kgrouped-c-rowgroup.md); neither changes a result, so only the SASS shows them.
+# Known exceptions, not checked here: the k-grouped kernels (per-expert K-loop trip count) and the narrow 64-row
+# decode tiles (block_n 16-64).
+# Usage: check_k_loops.sh BUILD_DIR. Exit 77 (CTest: skipped, with the reason printed) without nvdisasm.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${1:?usage: check_k_loops.sh BUILD_DIR}"
+CONFIGS=(
+  bm128_bn192_layout0_cm1_recipe0_mn0  # FP8 dense, the large-shape tile
+  bm128_bn192_layout1_cm1_recipe0_mn0  # FP8 contiguous, row-to-group
+  bm128_bn192_layout2_cm1_recipe0_mn0  # FP8 contiguous, running sums
+  bm64_bn96_layout3_cm1_recipe0_mn0    # FP8 masked
+  bm128_bn160_layout0_cm1_recipe1_mn0  # FP8 weight gradient (1,1,128)
+  bm128_bn160_layout0_cm1_recipe3_mn0  # BF16 with FP32 D
+  bm128_bn192_layout0_cm1_recipe2_mn0  # BF16
+)
+FILTER=""
+for c in "${CONFIGS[@]}"; do FILTER="${FILTER:+$FILTER:}*Fp8KernelCompiles*/$c"; done
+OUT="$(BUILD_DIR="$BUILD_DIR" "$ROOT/scripts/sass_loops.sh" "$FILTER" 2>&1)"
+status=$?
+if [ $status -eq 2 ]; then
+  echo "SKIPPED: $OUT"
+  exit 77
+fi
+echo "$OUT"
+[ $status -eq 0 ] || exit 1
+kernels="$(grep -c '^sm90' <<< "$OUT")"
+loops="$(grep -c 'K loop:' <<< "$OUT")"
+bad="$(grep 'K loop:' <<< "$OUT" | grep -v ' 0 R2UR, 0 local')"
+if [ "$kernels" -ne "${#CONFIGS[@]}" ] || [ "$loops" -lt "${#CONFIGS[@]}" ]; then
+  echo "check_k_loops: expected ${#CONFIGS[@]} kernels with K loops, found $kernels kernels and $loops K loops"
+  exit 1
+fi
+if [ -n "$bad" ]; then
+  echo "check_k_loops: a K loop left the uniform datapath or spills (lines above with R2UR or local > 0)"
+  exit 1
+fi
+echo "check_k_loops: ${#CONFIGS[@]} kernels, $loops K loops, all on the uniform datapath without local memory"
