@@ -515,6 +515,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
         for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
         if (g >= 0) {
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+          const BScaleBlocks b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);  // recipe (1,128,128)
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
             // Without the copy, B's block scales come from global memory (L2) two K blocks ahead of their use: the
@@ -522,7 +523,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             // use in block kb (it hoists register moves above the WGMMA wait), the load has had a whole K block to
             // return. Loaded one block ahead, the load returned on the critical path of every K block.
             float next_b0 = 1.0f, next_b1 = 1.0f, after_b0 = 1.0f, after_b1 = 1.0f;
-            const BScaleBlocks b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
             const float* sfb_k = b_scales.first;  // block min(kb + 2, tile_kb - 1) once the loop runs
             if constexpr (kBlockScaledB && !kBScalesInStages) {
               next_b0 = __ldg(sfb_k);
@@ -594,7 +594,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           if constexpr (kRowScaledB || kUnscaled) {
             k_loop(IntConstant<kBlockN>{});
           } else {
-            dispatch_split<kBlockN>(b_scale_blocks<kBlockN>(params, prob, w, g).split, k_loop);
+            dispatch_split<kBlockN>(b_scales.split, k_loop);
           }
           if constexpr (kUnscaled) {
             // A k-grouped expert without K stores C alone: acc still holds the previous tile's sum then.
