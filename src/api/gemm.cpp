@@ -203,7 +203,6 @@ void set_kgrouped_c(const validate::GemmProblem& p, launch::GemmLaunch& l) {
   l.add_c = true;
   l.c = distinct_c ? static_cast<const float*>(p.c.ptr) : nullptr;
   l.ldc = distinct_c ? p.n : 0;
-  l.kgrouped_empty_experts_store = distinct_c;
 }
 
 // Planner hint for k-grouped shapes: M and N per expert, the mean K.

@@ -71,7 +71,8 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   const int n_blocks = (a.n + c.block_n - 1) / c.block_n;
   prob.band = kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, c.block_n, c.num_sms / cluster);
   prob.routing = a.routing;
-  prob.kgrouped_empty_experts_store = a.kgrouped_empty_experts_store ? 1 : 0;
+  // K-grouped with a C distinct from D (c set): experts with K_g = 0 get tiles too (empty reduction), so D[g] = C[g].
+  prob.kgrouped_empty_experts_store = a.layout == GroupedKind::kKGrouped && a.c != nullptr ? 1 : 0;
 
   p.sfb = a.sfb;
   p.sfb_group_stride = a.sfb_group_stride;

@@ -40,8 +40,6 @@ struct GemmLaunch {
   int mn_major = 0;  // BF16: bit 0 = A is MN-major ([K, M], lda between K rows), bit 1 = B is MN-major ([G][K, N])
   // K-grouped: the sizes on the host (they travel in the kernel parameters when `routing` is null; at most
   // kernels::sm90::kMaxInlineKGroups experts).
-  // K-grouped with C distinct from D: experts with K_g = 0 get tiles too (empty reduction), so D[g] = C[g].
-  bool kgrouped_empty_experts_store = false;
   const std::vector<std::int64_t>* host_ks = nullptr;
 };
 
