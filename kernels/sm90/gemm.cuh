@@ -484,6 +484,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     const u32 empty_bar_addr = full_bar_addr + kStages * 8;
     const u32 a_addr0 = smem_base + kSmem.a_offset + wg_uniform * (kMnMajorA ? kMnChunkBytes : 64 * kRowBytes);
     const u32 b_addr0 = smem_base + kSmem.b_offset;
+    const u32 desc_a_lo0 = smem_desc_sw128_lo(a_addr0, kMnMajorA ? kMnChunkBytes : 16);
+    const u32 desc_b_lo0 = smem_desc_sw128_lo(b_addr0, kMnMajorB ? kMnChunkBytes : 16);
     const u32 sfa_addr = smem_base + kSmem.sfa_offset + (wg_uniform * 64 + static_cast<u32>(row_lo)) * 4;
     // B's scales in stage 0: recipe (1,1,128) this thread's column pair; recipe (1,128,128) the two block scales.
     const u32 sfb_stage_addr = smem_base + kSmem.sfb_offset + (kRowScaledB ? (lane % 4) * 2 * 4 : 0);
@@ -543,20 +545,19 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 scale_b0 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes);
                 scale_b1 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes + 4);
               }
-              const u32 a_addr = a_addr0 + stage * kSmem.a_bytes;
-              const u32 b_addr = b_addr0 + stage * kSmem.b_bytes;
-              // One WGMMA covers 32 bytes of K (32 FP8 or 16 BF16 values): +32 on a K-major tile's address,
-              // +16 rows of 128 bytes on an MN-major one.
+              // Descriptors of this stage: one add on the low word of stage 0's (smem_desc_sw128_lo). One WGMMA
+              // covers 32 bytes of K (32 FP8 or 16 BF16 values): +32 on a K-major tile's address, +16 rows of 128
+              // bytes on an MN-major one.
               constexpr u32 kStepA = kMnMajorA ? 16 * 128 : 32;
               constexpr u32 kStepB = kMnMajorB ? 16 * 128 : 32;
-              constexpr u32 kLeadA = kMnMajorA ? kMnChunkBytes : 16;
-              constexpr u32 kLeadB = kMnMajorB ? kMnChunkBytes : 16;
+              const u32 desc_a_lo = desc_a_lo0 + stage * (kSmem.a_bytes >> 4);
+              const u32 desc_b_lo = desc_b_lo0 + stage * (kSmem.b_bytes >> 4);
               fence_registers(acc);
               wgmma_fence();
 #pragma unroll
               for (int kk = 0; kk < 4; ++kk) {
-                const u64 desc_a = smem_desc_sw128(a_addr + kk * kStepA, kLeadA);
-                const u64 desc_b = smem_desc_sw128(b_addr + kk * kStepB, kLeadB);
+                const u64 desc_a = smem_desc_sw128_from_lo(desc_a_lo + kk * (kStepA >> 4));
+                const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
                 // FP8 starts a fresh accumulator per K block (it is promoted with that block's scales); BF16
                 // accumulates over all of K.
                 if constexpr (kUnscaled) {

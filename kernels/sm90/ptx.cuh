@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/platform.cuh"
+#include "sm90/smem_descriptor.cuh"
 #include "sm90/tma_descriptor.cuh"
 
 namespace moegemm::kernels::sm90 {
@@ -168,19 +169,11 @@ MOEGEMM_DEVICE void fence_registers(float (&r)[kCount]) {
   for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// Shared-memory matrix descriptor of a tile written by TMA with 128-byte swizzling, from its shared-memory address
-// (a plain 32-bit value, so per-stage and per-K-step descriptors are one integer add each):
-//   K-major tiles: rows of 128 bytes, 8-row (1024-byte) swizzle atoms stacked along M/N (stride byte offset 1024);
-//     the leading byte offset is unused; the next 32 bytes of K are +32 on the address.
-//   MN-major tiles, as boxes of [64 K rows][64 MN values] (128 bytes of MN per row): 8-row swizzle atoms follow
-//     each other along K (stride byte offset 1024) and the next 64-value chunk of MN starts `leading_bytes`
-//     further (leading byte offset); the next 16 K rows are +16 * 128 on the address.
-// Bits: 0-13 address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
-MOEGEMM_DEVICE u64 smem_desc_sw128(u32 addr, u32 leading_bytes = 16) {
-  const u32 lo = ((addr & 0x3FFFFu) >> 4) | (((leading_bytes >> 4) & 0x3FFFu) << 16);
-  constexpr u32 kHi = (1024u >> 4) | (1u << 30);
+// A shared-memory matrix descriptor of a tile written by TMA with 128-byte swizzling, from its low word
+// (sm90/smem_descriptor.cuh has the layout and the arithmetic).
+MOEGEMM_DEVICE u64 smem_desc_sw128_from_lo(u32 lo) {
   u64 desc;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(desc) : "r"(lo), "r"(kHi));
+  asm("mov.b64 %0, {%1, %2};" : "=l"(desc) : "r"(lo), "r"(kSmemDescSw128Hi));
   return desc;
 }
 
