@@ -8,7 +8,7 @@
 #
 # Usage: scripts/sass_loops.sh [gtest filter]      (default: all Fp8KernelCompiles configurations)
 # Environment: BUILD_DIR (default build, as scripts/test.sh makes it), NVDISASM (default: nvdisasm on PATH, or the
-#   one of the nvidia-cuda-nvdisasm wheel: python3 -m pip install nvidia-cuda-nvdisasm==13.5.37), OUT (folder for
+#   one of the nvidia-cuda-nvdisasm wheel: python3 -m pip install nvidia-cuda-nvdisasm==13.5.37), SASS_LOOPS_DIR (folder for
 #   the cubins and listings; default a temporary folder).
 # Exit status: 0; 1 when the tests fail; 2 without nvdisasm.
 set -uo pipefail
@@ -27,7 +27,7 @@ fi
 TESTS="$BUILD_DIR/tests/moegemm_tests"
 if [ ! -x "$TESTS" ]; then echo "sass_loops: $TESTS not built (run scripts/test.sh first)" >&2; exit 1; fi
 
-OUT="${OUT:-$(mktemp -d)}"
+OUT="${SASS_LOOPS_DIR:-$(mktemp -d)}"
 mkdir -p "$OUT"
 if ! MOEGEMM_TEST_CUBIN_DIR="$OUT" "$TESTS" --gtest_filter="$FILTER" > "$OUT/tests.log" 2>&1; then
   tail -n 20 "$OUT/tests.log"

@@ -20,17 +20,19 @@ CONFIGS=(
 )
 FILTER=""
 for c in "${CONFIGS[@]}"; do FILTER="${FILTER:+$FILTER:}*Fp8KernelCompiles*/$c"; done
-OUT="$(BUILD_DIR="$BUILD_DIR" "$ROOT/scripts/sass_loops.sh" "$FILTER" 2>&1)"
+# Cubins and listings go to the build folder (emptied first: stale cubins would be counted).
+rm -rf "$BUILD_DIR/sass_loops"
+LOOPS="$(SASS_LOOPS_DIR="$BUILD_DIR/sass_loops" BUILD_DIR="$BUILD_DIR" "$ROOT/scripts/sass_loops.sh" "$FILTER" 2>&1)"
 status=$?
 if [ $status -eq 2 ]; then
-  echo "SKIPPED: $OUT"
+  echo "SKIPPED: $LOOPS"
   exit 77
 fi
-echo "$OUT"
+echo "$LOOPS"
 [ $status -eq 0 ] || exit 1
-kernels="$(grep -c '^sm90' <<< "$OUT")"
-loops="$(grep -c 'K loop:' <<< "$OUT")"
-bad="$(grep 'K loop:' <<< "$OUT" | grep -v ' 0 R2UR, 0 local')"
+kernels="$(grep -c '^sm90' <<< "$LOOPS")"
+loops="$(grep -c 'K loop:' <<< "$LOOPS")"
+bad="$(grep 'K loop:' <<< "$LOOPS" | grep -v ' 0 R2UR, 0 local')"
 if [ "$kernels" -ne "${#CONFIGS[@]}" ] || [ "$loops" -lt "${#CONFIGS[@]}" ]; then
   echo "check_k_loops: expected ${#CONFIGS[@]} kernels with K loops, found $kernels kernels and $loops K loops"
   exit 1
