@@ -401,7 +401,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             for (int kb = 0; kb < tile_kb; ++kb) {
               mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
               u64* bar = &full_bar[cur.stage];
-              mbarrier_arrive_expect_tx(bar, kSmem.tx_bytes);
+              mbarrier_arrive_expect_tx(bar, params.tx_bytes);
               unsigned char* a_dst = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes;
               unsigned char* b_dst = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
               unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;

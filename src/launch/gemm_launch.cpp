@@ -115,13 +115,17 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     ta.strides_bytes[0] = a.lda * esize;
     if (a.mn_major & 1) ta.dims[0] = a.rows, ta.dims[1] = a.k;  // [K, M] storage: M is the contiguous dim
   }
-  ta.box[0] = stage_k, ta.box[1] = c.block_m, ta.box[2] = 1;
+  // K-grouped FP8 replaces the A descriptor per expert (rows = M there too, but keep its box as the template has it).
+  const bool kgrouped_fp8 = a.layout == GroupedKind::kKGrouped && row_scaled_b;
+  const int a_rows_boxed = kernels::sm90::a_box_rows(a.rows, c.block_m, !masked && !(a.mn_major & 1) && !kgrouped_fp8,
+                                                     cluster);
+  ta.box[0] = stage_k, ta.box[1] = static_cast<std::uint32_t>(a_rows_boxed), ta.box[2] = 1;
   if (a.mn_major & 1) ta.box[0] = 64, ta.box[1] = stage_k;  // [64 K][64 M] boxes, block_m / 64 per stage
   // K-grouped FP8: a template for the per-expert descriptors (kgrouped_descriptors.cuh replaces address, K extent
   // and row stride per expert), [rows, 128] K-major uint8 with the kernel's box.
-  const bool kgrouped_fp8 = a.layout == GroupedKind::kKGrouped && row_scaled_b;
   if (kgrouped_fp8) ta.rank = 2, ta.dims[0] = kFp8BlockK, ta.dims[1] = a.rows, ta.strides_bytes[0] = kFp8BlockK;
   p.tma_a = make_tma_descriptor(ta);
+  p.tx_bytes = kernels::sm90::gemm_stage_tx_bytes(a_rows_boxed, c.block_n, a.recipe);
 
   TmaSpec tb;
   tb.what = "b.data";
@@ -159,7 +163,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   };
   if (!bf16) {
     const std::uint64_t k_rows = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
-    p.tma_sfa = scale_descriptor("a.scales", a.sfa, a.sfa_mn_stride, k_rows, c.block_m);
+    p.tma_sfa = scale_descriptor("a.scales", a.sfa, a.sfa_mn_stride, k_rows, a_rows_boxed);
   }
   if (row_scaled_b) p.tma_sfb = scale_descriptor("b.scales", a.sfb, a.sfb_mn_stride, num_kb, c.block_n);
 

@@ -1,0 +1,54 @@
+// What a pipeline stage's full barrier expects (kernels/sm90/gemm_params.cuh): the bytes of the TMA boxes, with A's
+// box cut to A's rows (rounded up to 8) when A has fewer rows than the tile. A wrong count hangs the kernel (too
+// many) or lets it read a stage before it landed (too few), so the host's count and the layout's must agree.
+#include <gtest/gtest.h>
+
+#include "sm90/gemm_params.cuh"
+
+namespace moegemm {
+namespace {
+
+using kernels::sm90::a_box_rows;
+using kernels::sm90::gemm_stage_tx_bytes;
+
+TEST(StageBytes, FullBoxCountEqualsTheSharedMemoryLayouts) {
+  for (int block_m : {64, 128}) {
+    for (int block_n = 16; block_n <= 192; block_n += 16) {
+      for (int recipe = 0; recipe <= 4; ++recipe) {
+        if (!kernels::sm90::gemm_block_n_supported(recipe, block_n)) continue;
+        const auto layout = kernels::sm90::gemm_smem_layout(block_m, block_n, 4, recipe);
+        EXPECT_EQ(gemm_stage_tx_bytes(block_m, block_n, recipe), layout.tx_bytes)
+            << "block " << block_m << "x" << block_n << " recipe " << recipe;
+      }
+    }
+  }
+}
+
+TEST(StageBytes, ShortABoxCoversEveryRowOfA) {
+  for (int block_m : {64, 128}) {
+    for (long long rows = 1; rows <= 300; ++rows) {
+      const int box = a_box_rows(rows, block_m, true, 1);
+      if (rows >= block_m) {
+        EXPECT_EQ(box, block_m) << rows;
+        continue;
+      }
+      EXPECT_GE(box, rows);  // every row of A is loaded
+      EXPECT_LE(box, block_m);
+      EXPECT_EQ(box % 8, 0);
+      EXPECT_LT(box - rows, 8);  // at most 7 zero-filled rows
+    }
+  }
+  EXPECT_EQ(a_box_rows(1, 64, true, 1), 8);
+  EXPECT_EQ(a_box_rows(17, 64, true, 1), 24);
+  EXPECT_EQ(a_box_rows(100, 128, true, 1), 104);
+}
+
+TEST(StageBytes, MaskedMnMajorAndClustersKeepTheTileHeight) {
+  EXPECT_EQ(a_box_rows(1, 64, false, 1), 64);  // masked slabs, MN-major A, k-grouped: not a K-major 2-D A
+  EXPECT_EQ(a_box_rows(1, 128, true, 2), 128);
+  EXPECT_EQ(gemm_stage_tx_bytes(8, 16, 0), 8u * 128 + 16 * 128 + 8 * 4);  // FP8 1D2D, M = 1 on 64x16
+  EXPECT_EQ(gemm_stage_tx_bytes(8, 160, 1), 8u * 128 + 160 * 128 + 8 * 4 + 160 * 4);  // (1,1,128): B's row scales
+}
+
+}  // namespace
+}  // namespace moegemm
