@@ -128,7 +128,6 @@ struct GemmSmemLayout {
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
   int bytes;          // from the aligned base
   int launch_bytes;   // dynamic shared memory to request: bytes + slack for aligning the base
-  unsigned tx_bytes;  // bytes TMA delivers per stage (full boxes: out-of-bounds elements count too)
 };
 
 // Bytes the TMA boxes of one stage deliver (out-of-bounds elements count too) when A's box holds a_rows rows: A's
@@ -152,8 +151,8 @@ MOEGEMM_HD constexpr int a_box_rows(long long a_rows, int block_m, bool k_major_
 }
 
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
-// with each stage; recipe (1,128,128) with 128-row tiles gets the stage's B block scales by cp.async (not counted in tx_bytes: the
-// copying thread's cp.async arrival on the full barrier covers them).
+// with each stage; recipe (1,128,128) with 128-row tiles gets the stage's B block scales by cp.async (not counted in
+// gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
@@ -173,7 +172,6 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.barrier_offset = align_up(l.d_offset + (block_m / 64) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   l.launch_bytes = l.bytes + 1024;
-  l.tx_bytes = gemm_stage_tx_bytes(block_m, block_n, recipe);
   return l;
 }
 

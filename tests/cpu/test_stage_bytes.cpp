@@ -1,6 +1,6 @@
 // What a pipeline stage's full barrier expects (kernels/sm90/gemm_params.cuh): the bytes of the TMA boxes, with A's
 // box cut to A's rows (rounded up to 8) when A has fewer rows than the tile. A wrong count hangs the kernel (too
-// many) or lets it read a stage before it landed (too few), so the host's count and the layout's must agree.
+// many) or lets it read a stage before it landed (too few), so the count must match the tiles and scales a stage holds.
 #include <gtest/gtest.h>
 
 #include "sm90/gemm_params.cuh"
@@ -11,13 +11,22 @@ namespace {
 using kernels::sm90::a_box_rows;
 using kernels::sm90::gemm_stage_tx_bytes;
 
-TEST(StageBytes, FullBoxCountEqualsTheSharedMemoryLayouts) {
+TEST(StageBytes, FullBoxesFillTheStageRegionsOfTheLayout) {
+  // With A's box at block_m rows, a stage receives A's and B's whole tiles (the layout's a_bytes and b_bytes), A's
+  // block_m scales (FP8) and B's block_n row scales (recipe (1,1,128)), each inside its region of the stage.
   for (int block_m : {64, 128}) {
     for (int block_n = 16; block_n <= 192; block_n += 16) {
       for (int recipe = 0; recipe <= 4; ++recipe) {
         if (!kernels::sm90::gemm_block_n_supported(recipe, block_n)) continue;
         const auto layout = kernels::sm90::gemm_smem_layout(block_m, block_n, 4, recipe);
-        EXPECT_EQ(gemm_stage_tx_bytes(block_m, block_n, recipe), layout.tx_bytes)
+        const bool unscaled = kernels::sm90::recipe_is_bf16(recipe);
+        const bool row_scaled_b = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+        const int sfa = unscaled ? 0 : block_m * 4;
+        const int sfb = row_scaled_b ? block_n * 4 : 0;
+        EXPECT_LE(sfa, layout.sfa_bytes);
+        EXPECT_LE(sfb, layout.sfb_bytes);
+        EXPECT_EQ(gemm_stage_tx_bytes(block_m, block_n, recipe),
+                  static_cast<unsigned>(layout.a_bytes + layout.b_bytes + sfa + sfb))
             << "block " << block_m << "x" << block_n << " recipe " << recipe;
       }
     }
