@@ -478,7 +478,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     // Shared-memory addresses of stage 0 as plain integers: a stage's are one multiply-add away. The warpgroup
     // index is broadcast from lane 0 so that the compiler knows it is warp-uniform (descriptors then live in
     // uniform registers).
-    const u32 wg_uniform = __shfl_sync(0xffffffffu, static_cast<u32>(warpgroup), 0);
+    const u32 wg_uniform = static_cast<u32>(warp_uniform(warpgroup));
     const u32 smem_base = smem_addr(smem);
     const u32 full_bar_addr = smem_base + kSmem.barrier_offset;
     const u32 empty_bar_addr = full_bar_addr + kStages * 8;
