@@ -376,9 +376,17 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   if (warpgroup == kMathWGs) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<40>();
-    // The whole first warp walks the tiles (row-to-group passes are found by the warp); lane 0 issues.
+    // The whole first warp walks the tiles (row-to-group passes are found by the warp) and runs the K loops; one
+    // elected lane issues the copies.
     if (threadIdx.x / 32 == kMathWGs * 4) {
-      const bool issuer = lane == 0;
+      // Shared-memory addresses of stage 0: a stage's are one multiply-add away.
+      const u32 smem_base = smem_addr(smem);
+      const u32 full_bar0 = smem_base + kSmem.barrier_offset;
+      const u32 empty_bar0 = full_bar0 + kStages * 8;
+      const u32 a_stage0 = smem_base + kSmem.a_offset;
+      const u32 b_stage0 = smem_base + kSmem.b_offset;
+      const u32 sfa_stage0 = smem_base + kSmem.sfa_offset;
+      const u32 sfb_stage0 = smem_base + kSmem.sfb_offset;
       PipelineCursor cur;
       TileIterator tiles(prob, cluster_id, num_clusters);
       TileWork pair;
@@ -388,77 +396,86 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
         passes.start(prob, w);
         do {
           const int g = passes.current;
-          if (g >= 0 && issuer) {
-            const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
-            const int k_base = kKGrouped ? w.k_begin : 0;  // the expert's offset in the concatenated K
+          if (g >= 0) {
+            // The whole warp runs the K loop on warp-uniform values, so that the copies' coordinates and addresses
+            // live in uniform registers; one elected lane issues. (A loop run by lane 0 alone had each copy wrapped
+            // in a loop over active lanes that moved every operand to uniform registers first: about 75
+            // instructions per stage, the bound of decode shapes, whose consumers wait on a producer that never
+            // waits; docs/results/2026-12-03-producer-chain.md.)
+            const int tile_kb = warp_uniform(kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb);
+            const int k_base = warp_uniform(kKGrouped ? w.k_begin : 0);  // the expert's offset in the concatenated K
+            const int a_row = warp_uniform(w.a_row);
+            const int n_begin = warp_uniform(w.n_begin);
             BScaleBlocks b_scales{};
             if constexpr (kBScalesInStages) b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
             if constexpr (kKGroupedFp8) {
-              // The descriptors were written by the preceding kernel through the generic proxy.
+              // The descriptors were written by the preceding kernel through the generic proxy. Every lane
+              // acquires: whichever lane elect.sync picks below issues the copies.
               tma_descriptor_acquire(params.kgrouped_tma + 2 * g);
               tma_descriptor_acquire(params.kgrouped_tma + 2 * g + 1);
             }
             for (int kb = 0; kb < tile_kb; ++kb) {
-              mbarrier_wait(&empty_bar[cur.stage], cur.phase ^ 1u);
-              u64* bar = &full_bar[cur.stage];
-              mbarrier_arrive_expect_tx(bar, params.tx_bytes);
-              unsigned char* a_dst = smem + kSmem.a_offset + cur.stage * kSmem.a_bytes;
-              unsigned char* b_dst = smem + kSmem.b_offset + cur.stage * kSmem.b_bytes;
-              unsigned char* sfa_dst = smem + kSmem.sfa_offset + cur.stage * kSmem.sfa_bytes;
-              if constexpr (kKGroupedFp8) {
-                // Expert g's own [M, K_g] / [N, K_g] blocks: K from 0 inside them; its scales start at k_base / 128.
-                const TmaDescriptor* desc_a = params.kgrouped_tma + 2 * g;
-                tma_load_2d(a_dst, desc_a, bar, kb * kStageK, w.a_row);
-                tma_load_2d(b_dst, desc_a + 1, bar, kb * kStageK, w.n_begin);
-                tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, k_base / kStageK + kb);
-                tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin,
-                            k_base / kStageK + kb);
-                cur.advance<kStages>();
-                continue;
-              }
-              if constexpr (kMasked) {
-                const int row_in_group = w.a_row - g * prob.rows;
-                tma_load_3d(a_dst, &params.tma_a, bar, kb * kStageK, row_in_group, g);
-                if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
-              } else {
-                if constexpr (kMnMajorA) {
-#pragma unroll
-                  for (int c = 0; c < kBlockM / 64; ++c) {
-                    tma_load_2d(a_dst + c * kMnChunkBytes, &params.tma_a, bar, w.a_row + 64 * c, k_base + kb * kStageK);
-                  }
+              const u32 stage = static_cast<u32>(cur.stage);
+              mbarrier_wait(empty_bar0 + stage * 8, cur.phase ^ 1u);
+              const u32 bar = full_bar0 + stage * 8;
+              const u32 a_dst = a_stage0 + stage * kSmem.a_bytes;
+              const u32 b_dst = b_stage0 + stage * kSmem.b_bytes;
+              const u32 sfa_dst = sfa_stage0 + stage * kSmem.sfa_bytes;
+              const u32 sfb_dst = sfb_stage0 + stage * kSmem.sfb_bytes;
+              const int k_coord = kb * kStageK;
+              if (elect_one()) {
+                mbarrier_arrive_expect_tx(bar, params.tx_bytes);
+                if constexpr (kKGroupedFp8) {
+                  // Expert g's own [M, K_g] / [N, K_g] blocks: K from 0 inside them; its scales start at k_base / 128.
+                  const TmaDescriptor* desc_a = params.kgrouped_tma + 2 * g;
+                  tma_load_2d(a_dst, desc_a, bar, k_coord, a_row);
+                  tma_load_2d(b_dst, desc_a + 1, bar, k_coord, n_begin);
+                  tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, k_base / kStageK + kb);
+                  tma_load_2d(sfb_dst, &params.tma_sfb, bar, n_begin, k_base / kStageK + kb);
                 } else {
-                  tma_load_2d(a_dst, &params.tma_a, bar, kb * kStageK, w.a_row);
-                }
-                if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, w.a_row, kb);
-              }
-              // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches its
-              // half of the tile's rows for both CTAs.
-              if constexpr (kClusterM > 1) {
-                constexpr int kHalf = kBlockN / 2;
-                tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kRowBytes, &params.tma_b, bar, 0x3, kb * kStageK,
-                                      w.n_begin + static_cast<int>(cluster_rank) * kHalf, g);
-              } else {
-                if constexpr (kMnMajorB) {
+                  if constexpr (kMasked) {
+                    const int row_in_group = a_row - g * prob.rows;
+                    tma_load_3d(a_dst, &params.tma_a, bar, k_coord, row_in_group, g);
+                    if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
+                  } else {
+                    if constexpr (kMnMajorA) {
 #pragma unroll
-                  for (int c = 0; c < kBlockN / 64; ++c) {
-                    tma_load_3d(b_dst + c * kMnChunkBytes, &params.tma_b, bar, w.n_begin + 64 * c,
-                                k_base + kb * kStageK, kKGrouped ? 0 : g);
+                      for (int c = 0; c < kBlockM / 64; ++c) {
+                        tma_load_2d(a_dst + c * kMnChunkBytes, &params.tma_a, bar, a_row + 64 * c, k_base + k_coord);
+                      }
+                    } else {
+                      tma_load_2d(a_dst, &params.tma_a, bar, k_coord, a_row);
+                    }
+                    if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, kb);
                   }
-                } else {
-                  tma_load_3d(b_dst, &params.tma_b, bar, kb * kStageK, w.n_begin, g);
+                  // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches
+                  // its half of the tile's rows for both CTAs.
+                  if constexpr (kClusterM > 1) {
+                    constexpr int kHalf = kBlockN / 2;
+                    tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kRowBytes, &params.tma_b, bar, 0x3, k_coord,
+                                          n_begin + static_cast<int>(cluster_rank) * kHalf, g);
+                  } else {
+                    if constexpr (kMnMajorB) {
+#pragma unroll
+                      for (int c = 0; c < kBlockN / 64; ++c) {
+                        tma_load_3d(b_dst + c * kMnChunkBytes, &params.tma_b, bar, n_begin + 64 * c, k_base + k_coord,
+                                    kKGrouped ? 0 : g);
+                      }
+                    } else {
+                      tma_load_3d(b_dst, &params.tma_b, bar, k_coord, n_begin, g);
+                    }
+                  }
+                  if constexpr (kRowScaledB) tma_load_2d(sfb_dst, &params.tma_sfb, bar, n_begin, kb);
+                  if constexpr (kBScalesInStages) {
+                    // Tiles inside one scale block copy the same value twice (second_offset 0).
+                    const float* sfb_src = b_scales.first + kb * params.sfb_k_stride;
+                    cp_async_4(sfb_dst, sfb_src);
+                    cp_async_4(sfb_dst + 4, sfb_src + b_scales.second_offset);
+                    cp_async_mbarrier_arrive(bar);
+                  }
                 }
               }
-              if constexpr (kRowScaledB) {
-                tma_load_2d(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes, &params.tma_sfb, bar, w.n_begin, kb);
-              }
-              if constexpr (kBScalesInStages) {
-                // Tiles inside one scale block copy the same value twice (second_offset 0).
-                const u32 sfb_dst = smem_addr(smem + kSmem.sfb_offset + cur.stage * kSmem.sfb_bytes);
-                const float* sfb_src = b_scales.first + kb * params.sfb_k_stride;
-                cp_async_4(sfb_dst, sfb_src);
-                cp_async_4(sfb_dst + 4, sfb_src + b_scales.second_offset);
-                cp_async_mbarrier_arrive(bar);
-              }
+              __syncwarp();
               cur.advance<kStages>();
             }
           }
@@ -478,7 +495,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     // Shared-memory addresses of stage 0 as plain integers: a stage's are one multiply-add away. The warpgroup
     // index is broadcast from lane 0 so that the compiler knows it is warp-uniform (descriptors then live in
     // uniform registers).
-    const u32 wg_uniform = static_cast<u32>(warp_uniform(warpgroup));
+    const u32 wg_uniform = kMathWGs == 1 ? 0u : static_cast<u32>(warp_uniform(warpgroup));
     const u32 smem_base = smem_addr(smem);
     const u32 full_bar_addr = smem_base + kSmem.barrier_offset;
     const u32 empty_bar_addr = full_bar_addr + kStages * 8;

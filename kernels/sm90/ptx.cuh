@@ -20,6 +20,14 @@ MOEGEMM_DEVICE u32 smem_addr(const void* p) {
 
 MOEGEMM_DEVICE u32 thread_index() { return threadIdx.x; }
 
+// True in one lane of the (fully active) warp, the same lane each time: elect.sync, which the compiler knows to
+// pick a single lane, so a warp-level instruction issued under it (a TMA copy) needs no loop over active lanes.
+MOEGEMM_DEVICE bool elect_one() {
+  u32 elected;
+  asm volatile("{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 %0, 1, 0, p; }" : "=r"(elected));
+  return elected != 0;
+}
+
 MOEGEMM_DEVICE u32 lane_index() {
   u32 r;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(r));
@@ -34,8 +42,8 @@ MOEGEMM_DEVICE void mbarrier_init(u64* bar, u32 count) {
 // Makes barrier initialisation visible to the async proxy (TMA) and to other threads.
 MOEGEMM_DEVICE void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 
-MOEGEMM_DEVICE void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+MOEGEMM_DEVICE void mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
 MOEGEMM_DEVICE void mbarrier_arrive(u32 addr) {
@@ -50,8 +58,8 @@ MOEGEMM_DEVICE void cp_async_4(u32 dst_addr, const void* src) {
 
 // One arrival on the barrier once every cp.async this thread issued so far has landed. `noinc`: the arrival is one
 // of those the barrier was initialised to expect.
-MOEGEMM_DEVICE void cp_async_mbarrier_arrive(u64* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+MOEGEMM_DEVICE void cp_async_mbarrier_arrive(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 
 // Waits for the phase with the given parity of the barrier at shared address `addr` to complete.
@@ -78,30 +86,33 @@ MOEGEMM_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(desc)) : "memory");
 }
 
-MOEGEMM_DEVICE void tma_load_2d(void* dst, const TmaDescriptor* desc, u64* bar, int c0, int c1) {
+// The copies take shared-memory addresses (smem_addr) of the destination and of the barrier: the producer keeps
+// stage 0's addresses and steps them with one add per stage, instead of converting 64-bit pointers per copy
+// (the producer's instruction chain per stage is what bounds decode shapes).
+MOEGEMM_DEVICE void tma_load_2d(u32 dst, const TmaDescriptor* desc, u32 bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
-          smem_addr(dst)),
-      "l"(reinterpret_cast<u64>(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+          dst),
+      "l"(reinterpret_cast<u64>(desc)), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
 }
 
-MOEGEMM_DEVICE void tma_load_3d(void* dst, const TmaDescriptor* desc, u64* bar, int c0, int c1, int c2) {
+MOEGEMM_DEVICE void tma_load_3d(u32 dst, const TmaDescriptor* desc, u32 bar, int c0, int c1, int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::
-          "r"(smem_addr(dst)),
-      "l"(reinterpret_cast<u64>(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+          "r"(dst),
+      "l"(reinterpret_cast<u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
 
 // The same load, delivered to the same shared-memory offset (and completing on the same barrier offset) in every
 // CTA of the cluster whose bit is set in cta_mask.
-MOEGEMM_DEVICE void tma_load_3d_multicast(void* dst, const TmaDescriptor* desc, u64* bar, unsigned short cta_mask,
-                                          int c0, int c1, int c2) {
+MOEGEMM_DEVICE void tma_load_3d_multicast(u32 dst, const TmaDescriptor* desc, u32 bar, unsigned short cta_mask, int c0,
+                                          int c1, int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%4, %5, %6}], [%2], %3;" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<u64>(desc)), "r"(smem_addr(bar)), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2)
+      " [%0], [%1, {%4, %5, %6}], [%2], %3;" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(desc)), "r"(bar), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
 

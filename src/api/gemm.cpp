@@ -115,8 +115,8 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
       }
     });
   } else {
-    // Clusters are opt-in (options.config) until they pay: measured 0.55x of the same tiles without a cluster
-    // (docs/results/2026-12-02-bench-2.md).
+    // Clusters are opt-in (options.config) until they pay: measured slower than the same tiles without a cluster
+    // on most shapes (docs/heuristics.md).
     config = plan::choose_fp8_1d2d_config(shape_hint(p), sms, /*allow_cluster=*/false);
   }
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
