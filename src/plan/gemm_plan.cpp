@@ -110,6 +110,16 @@ KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool all
   return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 
+KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hint) {
+  // Measured (docs/results/2026-12-03-producer-chain.md, runs I and J): M = 128 with 64x128 tiles, 4-14% faster in
+  // a cluster; 64x64 and narrower, and every 128-row tile, slower.
+  const bool one_pair = hint.num_groups == 1 && hint.m_per_group > 64 && hint.m_per_group <= 128;
+  if (one_pair && config.block_m == 64 && config.block_n >= 128 && config.cluster_m == 1 && config.num_sms >= 2) {
+    config.cluster_m = 2;
+  }
+  return config;
+}
+
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
                                 int block_n_multiple) {
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {

@@ -23,6 +23,12 @@ inline constexpr int kMaxSmemBytes = 232448;
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
 KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster = false);
 
+// The one case where a 2-CTA cluster (B shared by a pair of 64-row tiles) was measured faster than the planner's
+// tile alone (docs/heuristics.md): a dense problem whose rows fill exactly one pair of 64-row tiles (65 to 128
+// rows) on tiles at least 128 wide, where B is nearly all of the operand traffic. Returns `config` with cluster_m
+// 2 in that case, unchanged otherwise. Dense layout only; `hint` as for choose_fp8_1d2d_config.
+KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hint);
+
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 
