@@ -101,13 +101,12 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 192 && block_n % 16 == 0;
 }
 
-// Recipe (1,128,128) with 128-row tiles (two math warpgroups): the producer copies each stage's one or two B block
-// scales into the stage (cp.async); with 64-row tiles the math warpgroup loads them from global memory two K
-// blocks ahead. Measured on the H200 (docs/results/2026-12-03-bscale-path.md): the copy is the faster of the two on
-// 128-row tiles (where the assembler puts the register load's first use before the WGMMA wait), 10-15% slower on
-// the 64-row decode tiles.
+// Recipe (1,128,128): the producer copies each stage's one or two B block scales into the stage (cp.async), so
+// that they arrive with the stage's operands. The alternative, math warps loading them from global memory two K
+// blocks ahead, puts an L2 round trip per two K blocks on the consumers' chain
+// (docs/results/2026-12-03-bscale-path.md, docs/results/2026-12-03-producer-chain.md).
 MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m) {
-  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && block_m == 128;
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && (block_m == 128 || block_m == 64);
 }
 
 // Elements of K per pipeline stage: every stage row is 128 bytes (one 128-byte swizzle atom), so 128 FP8 values
