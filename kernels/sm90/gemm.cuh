@@ -299,8 +299,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
-  // B's block scales: copied into each stage by the producer, or loaded by the math warps (b_block_scales_in_stages).
-  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM);
+  // B's block scales: copied into each stage by the producer (b_block_scales_in_stages).
+  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
@@ -536,19 +536,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);  // recipe (1,128,128)
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            // Without the copy, B's block scales come from global memory (L2) two K blocks ahead of their use: the
-            // value for block kb + 1 was loaded during block kb - 1, so wherever the assembler places its first
-            // use in block kb (it hoists register moves above the WGMMA wait), the load has had a whole K block to
-            // return. Loaded one block ahead, the load returned on the critical path of every K block.
-            float next_b0 = 1.0f, next_b1 = 1.0f, after_b0 = 1.0f, after_b1 = 1.0f;
-            const float* sfb_k = b_scales.first;  // block min(kb + 2, tile_kb - 1) once the loop runs
-            if constexpr (kBlockScaledB && !kBScalesInStages) {
-              next_b0 = __ldg(sfb_k);
-              next_b1 = __ldg(sfb_k + b_scales.second_offset);
-              if (tile_kb > 1) sfb_k += params.sfb_k_stride;
-              after_b0 = __ldg(sfb_k);
-              after_b1 = __ldg(sfb_k + b_scales.second_offset);
-            }
             for (int kb = 0; kb < tile_kb; ++kb) {
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
@@ -587,15 +574,6 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               fence_registers(acc);
               wgmma_wait<0>();
               fence_registers(acc);
-              if constexpr (kBlockScaledB && !kBScalesInStages) {
-                scale_b0 = next_b0;
-                scale_b1 = next_b1;
-                next_b0 = after_b0;
-                next_b1 = after_b1;
-                if (kb + 2 < tile_kb) sfb_k += params.sfb_k_stride;
-                after_b0 = __ldg(sfb_k);
-                after_b1 = __ldg(sfb_k + b_scales.second_offset);
-              }
               if constexpr (kRowScaledB) {
                 // B's scales live in this stage: promote before releasing it.
                 promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage_addr + stage * kSmem.sfb_bytes);

@@ -105,8 +105,8 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
 // that they arrive with the stage's operands. The alternative, math warps loading them from global memory two K
 // blocks ahead, puts an L2 round trip per two K blocks on the consumers' chain
 // (docs/results/2026-12-03-bscale-path.md, docs/results/2026-12-03-producer-chain.md).
-MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m) {
-  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && (block_m == 128 || block_m == 64);
+MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d);
 }
 
 // Elements of K per pipeline stage: every stage row is 128 bytes (one 128-byte swizzle atom), so 128 FP8 values
@@ -160,7 +160,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
-  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe, block_m) ? 16 : 0;
+  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe) ? 16 : 0;
   l.stage_pitch = fp32_out ? 0 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch;
   l.a_offset = 0;
