@@ -4,8 +4,9 @@
 // sm90/kgrouped_descriptors.cuh before the launch). BF16 (kRecipe 2, 3): see GemmRecipe.
 //
 // Structure (persistent, warp-specialised):
-//   warpgroup kMathWGs (the last 128 threads): one thread issues TMA loads of A, B and A's scales into a ring of
-//     kStages shared-memory stages, each guarded by a "full" and an "empty" mbarrier;
+//   warpgroup kMathWGs (the last 128 threads): its first warp runs the producer loop and one elected lane issues
+//     the TMA loads of A, B and A's scales (and copies B's scales) into a ring of kStages shared-memory stages,
+//     each guarded by a "full" and an "empty" mbarrier;
 //   warpgroups 0..kMathWGs-1: each owns 64 rows of the block_m-row tile. Per 128-wide K block it issues four
 //     m64nNk32 WGMMAs into a fresh FP32 accumulator, waits, frees the stage, and promotes:
 //     result += accumulator * scale_a[row] * scale_b[block]. The epilogue stages BF16 rows in shared memory and
