@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest guard on the compiled code (no GPU needed): the K loops of the configurations the benchmark suites run on
 # large shapes must stay on the uniform datapath (no R2UR: WGMMA descriptors not rebuilt in vector registers) and
-# must not touch local memory (no consumer spill). Both regressions have happened (docs/results/
+# must not touch local memory (no consumer spill), and ptxas must not have serialised their WGMMAs (C7518). The
+# first two regressions have happened (docs/results/
 # 2026-12-03-kgrouped-c-rowgroup.md); neither changes a result, so only the SASS shows them.
 # Known exceptions, not checked here: the k-grouped kernels (per-expert K-loop trip count) and the narrow 64-row
 # decode tiles (block_n 16-64).
@@ -35,6 +36,10 @@ loops="$(grep -c 'K loop:' <<< "$LOOPS")"
 bad="$(grep 'K loop:' <<< "$LOOPS" | grep -v ' 0 R2UR, 0 local')"
 if [ "$kernels" -ne "${#CONFIGS[@]}" ] || [ "$loops" -lt "${#CONFIGS[@]}" ]; then
   echo "check_k_loops: expected ${#CONFIGS[@]} kernels with K loops, found $kernels kernels and $loops K loops"
+  exit 1
+fi
+if grep -q "serialised by ptxas" <<< "$LOOPS"; then
+  echo "check_k_loops: ptxas serialised the WGMMAs of a kernel above (C7518)"
   exit 1
 fi
 if [ -n "$bad" ]; then
