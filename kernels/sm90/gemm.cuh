@@ -380,7 +380,8 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     // The whole first warp walks the tiles (row-to-group passes are found by the warp) and runs the K loops; one
     // elected lane issues the copies.
     if (threadIdx.x / 32 == kMathWGs * 4) {
-      // Shared-memory addresses of stage 0: a stage's are one multiply-add away.
+      // Shared-memory addresses of stage 0: a stage's are one multiply-add away. (The consumers compute their own:
+      // computed once before the roles split, they stayed live into the 40-register producer and made it spill.)
       const u32 smem_base = smem_addr(smem);
       const u32 full_bar0 = smem_base + kSmem.barrier_offset;
       const u32 empty_bar0 = full_bar0 + kStages * 8;

@@ -87,8 +87,7 @@ MOEGEMM_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
 }
 
 // The copies take shared-memory addresses (smem_addr) of the destination and of the barrier: the producer keeps
-// stage 0's addresses and steps them with one add per stage, instead of converting 64-bit pointers per copy
-// (the producer's instruction chain per stage is what bounds decode shapes).
+// stage 0's addresses and steps them with one add per stage, instead of converting 64-bit pointers per copy.
 MOEGEMM_DEVICE void tma_load_2d(u32 dst, const TmaDescriptor* desc, u32 bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(

@@ -117,8 +117,9 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   } else {
     // Clusters are opt-in (options.config) except where measured faster: slower than the same tiles without a
     // cluster on most shapes (docs/heuristics.md).
-    config = plan::choose_fp8_1d2d_config(shape_hint(p), sms, /*allow_cluster=*/false);
-    if (p.layout == validate::Layout::kDense) config = plan::with_measured_pair_cluster(config, shape_hint(p));
+    const plan::ShapeHint hint = shape_hint(p);
+    config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false);
+    if (p.layout == validate::Layout::kDense) config = plan::with_measured_pair_cluster(config, hint);
   }
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }
@@ -340,8 +341,8 @@ KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_
   const DeviceInfo info = device_info();
   int sms = get_num_sms();
   if (sms <= 0) sms = info.available ? info.sm_count : 132;
-  const KernelConfig config = plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false);
-  return num_groups > 1 ? config : plan::with_measured_pair_cluster(config, h);
+  // with_measured_pair_cluster leaves grouped problems (num_groups > 1) alone.
+  return plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false), h);
 }
 
 }  // namespace moegemm
