@@ -11,12 +11,16 @@ struct KernelConfig {
   int block_n = 128;
   int block_k = 128;
   int stages = 4;
-  int math_warpgroups = 2;   // consumer warpgroups (block_m / 64)
+  int math_warpgroups = 2;   // consumer warpgroups: math_warpgroups_for(block_m)
   int cluster_m = 1;         // CTAs of a cluster along M: they share (multicast) the B tile
   int cluster_n = 1;         // CTAs of a cluster along N: they share (multicast) the A tile
   int num_sms = 0;           // persistent grid size
   int smem_bytes = 0;        // dynamic shared memory the configuration needs
   std::string to_string() const;
 };
+
+// Consumer warpgroups of a tile block_m rows high: one for 64 rows, two for 128 or 256 (a 256-row tile gives each
+// warpgroup two 64-row waves).
+constexpr int math_warpgroups_for(int block_m) { return block_m >= 128 ? 2 : 1; }
 
 }  // namespace moegemm

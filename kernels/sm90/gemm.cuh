@@ -294,7 +294,7 @@ struct PipelineCursor {
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
 // by WGMMA with the transpose flag.
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0>
-__global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
+__global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
@@ -304,7 +304,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
   constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
-  static_assert(kBlockM == 64 || kBlockM == 128, "block_m must be 64 or 128");
+  static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 256, "block_m must be 64, 128 or 256");
+  static_assert(kBlockM != 256 || (kBlockScaledB && kKind == static_cast<int>(GroupedKind::kDense) && kBlockN <= 128),
+                "256-row tiles: recipe (1,128,128), dense, block_n <= 128 (two waves of accumulators), so far");
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
                 "recipe (1,1,128): dense or k-grouped, no cluster, so far");
@@ -327,7 +329,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
                 "k-grouped: BF16 with FP32 D and MN-major A and B, or FP8 (1,1,128); no cluster, so far");
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
-  constexpr int kMathWGs = kBlockM / 64;
+  constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
+  // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
+  constexpr int kWaveRows = 64 * kMathWGs;
+  constexpr int kWaves = kBlockM / kWaveRows;
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
@@ -524,7 +529,7 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
     TileIterator tiles(prob, cluster_id, num_clusters);
     TileWork pair;
     float acc[kAcc];
-    float result[kAcc];
+    float result[kWaves][kAcc];
     while (tiles.next(pair, false)) {
       const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
       TilePasses<kLayout> passes;
@@ -532,7 +537,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
       for (int first = 1;; first = 0) {
         const int g = passes.current;
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) result[i] = 0.0f;
+        for (int v = 0; v < kWaves; ++v) {
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) result[v][i] = 0.0f;
+        }
         if (g >= 0) {
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);  // recipe (1,128,128)
@@ -541,10 +549,16 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             for (int kb = 0; kb < tile_kb; ++kb) {
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
-              float sa_lo = 1.0f, sa_hi = 1.0f, scale_b0 = 1.0f, scale_b1 = 1.0f;
-              if constexpr (!kUnscaled) {
-                sa_lo = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes);
-                sa_hi = load_shared_f32(sfa_addr + stage * kSmem.sfa_bytes + 8 * 4);
+              float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
+#pragma unroll
+              for (int v = 0; v < kWaves; ++v) {
+                sa_lo[v] = 1.0f;
+                sa_hi[v] = 1.0f;
+                if constexpr (!kUnscaled) {
+                  const u32 sfa_wave = sfa_addr + stage * kSmem.sfa_bytes + v * kWaveRows * 4;
+                  sa_lo[v] = load_shared_f32(sfa_wave);
+                  sa_hi[v] = load_shared_f32(sfa_wave + 8 * 4);
+                }
               }
               if constexpr (kBScalesInStages) {
                 scale_b0 = load_shared_f32(sfb_stage_addr + stage * kSmem.sfb_bytes);
@@ -557,34 +571,44 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
               constexpr u32 kStepB = kMnMajorB ? 16 * 128 : 32;
               const u32 desc_a_lo = desc_a_lo0 + stage * (kSmem.a_bytes >> 4);
               const u32 desc_b_lo = desc_b_lo0 + stage * (kSmem.b_bytes >> 4);
-              fence_registers(acc);
-              wgmma_fence();
+              // One wave after the other through the one accumulator, each promoted into its own result rows (as
+              // in a 128-row tile, the other warpgroup's WGMMAs keep the tensor cores busy meanwhile).
 #pragma unroll
-              for (int kk = 0; kk < 4; ++kk) {
-                const u64 desc_a = smem_desc_sw128_from_lo(desc_a_lo + kk * (kStepA >> 4));
-                const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
-                // FP8 starts a fresh accumulator per K block (it is promoted with that block's scales); BF16
-                // accumulates over all of K.
-                if constexpr (kUnscaled) {
-                  wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(acc, desc_a, desc_b,
-                                                                            (kb > 0 || kk > 0) ? 1 : 0);
-                } else {
-                  wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
+              for (int v = 0; v < kWaves; ++v) {
+                const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
+                fence_registers(acc);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) {
+                  const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
+                  const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
+                  // FP8 starts a fresh accumulator per K block (it is promoted with that block's scales); BF16
+                  // accumulates over all of K.
+                  if constexpr (kUnscaled) {
+                    wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(acc, desc_a, desc_b,
+                                                                              (kb > 0 || kk > 0) ? 1 : 0);
+                  } else {
+                    wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
+                  }
                 }
-              }
-              wgmma_commit();
-              fence_registers(acc);
-              wgmma_wait<0>();
-              fence_registers(acc);
-              if constexpr (kRowScaledB) {
-                // B's scales live in this stage: promote before releasing it.
-                promote_row_scaled<kBlockN>(result, acc, sa_lo, sa_hi, sfb_stage_addr + stage * kSmem.sfb_bytes);
-              }
-              release_stage(stage);
-              cur.advance<kStages>();
-              if constexpr (kBlockScaledB) {
-                const PromotionScales scales{sa_lo * scale_b0, sa_hi * scale_b0, sa_lo * scale_b1, sa_hi * scale_b1};
-                promote<kAcc, kSplit>(result, acc, scales);
+                wgmma_commit();
+                fence_registers(acc);
+                wgmma_wait<0>();
+                fence_registers(acc);
+                if (v == kWaves - 1) {
+                  if constexpr (kRowScaledB) {
+                    // B's scales live in this stage: promote before releasing it.
+                    promote_row_scaled<kBlockN>(result[0], acc, sa_lo[0], sa_hi[0],
+                                                sfb_stage_addr + stage * kSmem.sfb_bytes);
+                  }
+                  release_stage(stage);
+                  cur.advance<kStages>();
+                }
+                if constexpr (kBlockScaledB) {
+                  const PromotionScales scales{sa_lo[v] * scale_b0, sa_hi[v] * scale_b0, sa_lo[v] * scale_b1,
+                                               sa_hi[v] * scale_b1};
+                  promote<kAcc, kSplit>(result[v], acc, scales);
+                }
               }
             }
           };
@@ -597,57 +621,66 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1) gemm_kernel(const
             // A k-grouped expert without K stores C alone: acc still holds the previous tile's sum then.
             if (tile_kb > 0) {
 #pragma unroll
-              for (int i = 0; i < kAcc; ++i) result[i] = acc[i];
+              for (int i = 0; i < kAcc; ++i) result[0][i] = acc[i];
             }
           }
         }
 
         if constexpr (kFp32Out) {
-          store_fp32_with_c<kBlockN>(params, prob, w, g, first != 0, result, warpgroup * 64 + row_lo,
+          store_fp32_with_c<kBlockN>(params, prob, w, g, first != 0, result[0], warpgroup * 64 + row_lo,
                                      static_cast<int>(lane % 4) * 2);
           if (!passes.advance(prob, w)) break;
           continue;
         }
-        // ---- epilogue: this warpgroup's 64 rows, through shared memory, bounded by the scheduler's row_action.
+        // ---- epilogue: this warpgroup's 64-row waves, through shared memory, bounded by the scheduler's row_action.
         if constexpr (kAddBf16C) {
-          add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result, warpgroup * 64 + row_lo,
+          add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result[0], warpgroup * 64 + row_lo,
                               static_cast<int>(lane % 4) * 2);
         }
-        named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
-        // What the store loop does with each of the warpgroup's 64 rows, decided once per row and kept in the row's
-        // padding bytes of the staging buffer (after its block_n values). For row-to-group this reads the routing:
-        // 64 loads in flight together instead of one dependent load per store iteration (12 at block_n 192).
-        const u32 action_offset = kBlockN * 2;
-        if (tid_in_wg < 64) {
-          const int row = w.row_begin + warpgroup * 64 + static_cast<int>(tid_in_wg);
-          store_shared_u32(d_stage_addr + tid_in_wg * kSmem.stage_pitch + action_offset,
-                           static_cast<u32>(row_action(prob, w, g, first != 0, row)));
-        }
-#pragma unroll
-        for (int i = 0; i < kAcc; i += 2) {
-          const int row = row_lo + ((i >> 1) & 1) * 8;
-          const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
-          store_shared_u32(d_stage_addr + row * kSmem.stage_pitch + col * 2, pack_bf16x2(result[i], result[i + 1]));
-        }
-        named_barrier_sync(1 + warpgroup, 128);
-        constexpr int kChunksPerRow = kBlockN / 8;  // 16-byte chunks of 8 bf16
-        const int group_of_rows = kMasked ? w.group : 0;
-        unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
-        const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
-        for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
-          const int r = c / kChunksPerRow;
-          const int col = w.n_begin + (c % kChunksPerRow) * 8;
-          const int row = w.row_begin + warpgroup * 64 + r;
-          if (col >= prob.n) continue;
-          const RowAction action =
-              static_cast<RowAction>(load_shared_u32(d_stage_addr + r * kSmem.stage_pitch + action_offset));
-          if (action == RowAction::kSkip) continue;
-          u32 v0 = 0, v1 = 0, v2 = 0, v3 = 0;
-          if (action == RowAction::kStoreAccumulator) {
-            load_shared_v4(d_stage_addr + r * kSmem.stage_pitch + (c % kChunksPerRow) * 16, v0, v1, v2, v3);
+        // A 256-row tile stores its two waves one after the other through the same staging buffer. (The wave is a
+        // compile-time constant: a loop over waves, left rolled by the compiler, put the results in local memory.)
+        auto store_wave = [&](auto wave_constant) {
+          constexpr int v = decltype(wave_constant)::value;
+          const int wave_row0 = v * kWaveRows + warpgroup * 64;  // this wave's first row in the tile
+          named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
+          // What the store loop does with each of the warpgroup's 64 rows, decided once per row and kept in the row's
+          // padding bytes of the staging buffer (after its block_n values). For row-to-group this reads the routing:
+          // 64 loads in flight together instead of one dependent load per store iteration (12 at block_n 192).
+          const u32 action_offset = kBlockN * 2;
+          if (tid_in_wg < 64) {
+            const int row = w.row_begin + wave_row0 + static_cast<int>(tid_in_wg);
+            store_shared_u32(d_stage_addr + tid_in_wg * kSmem.stage_pitch + action_offset,
+                             static_cast<u32>(row_action(prob, w, g, first != 0, row)));
           }
-          store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
-        }
+#pragma unroll
+          for (int i = 0; i < kAcc; i += 2) {
+            const int row = row_lo + ((i >> 1) & 1) * 8;
+            const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
+            store_shared_u32(d_stage_addr + row * kSmem.stage_pitch + col * 2,
+                             pack_bf16x2(result[v][i], result[v][i + 1]));
+          }
+          named_barrier_sync(1 + warpgroup, 128);
+          constexpr int kChunksPerRow = kBlockN / 8;  // 16-byte chunks of 8 bf16
+          const int group_of_rows = kMasked ? w.group : 0;
+          unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
+          const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
+          for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
+            const int r = c / kChunksPerRow;
+            const int col = w.n_begin + (c % kChunksPerRow) * 8;
+            const int row = w.row_begin + wave_row0 + r;
+            if (col >= prob.n) continue;
+            const RowAction action =
+                static_cast<RowAction>(load_shared_u32(d_stage_addr + r * kSmem.stage_pitch + action_offset));
+            if (action == RowAction::kSkip) continue;
+            u32 v0 = 0, v1 = 0, v2 = 0, v3 = 0;
+            if (action == RowAction::kStoreAccumulator) {
+              load_shared_v4(d_stage_addr + r * kSmem.stage_pitch + (c % kChunksPerRow) * 16, v0, v1, v2, v3);
+            }
+            store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
+          }
+        };
+        store_wave(IntConstant<0>{});
+        if constexpr (kWaves > 1) store_wave(IntConstant<1>{});
         if (!passes.advance(prob, w)) break;
       }
     }

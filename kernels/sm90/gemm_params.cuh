@@ -113,8 +113,14 @@ MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe) {
 // (one scale block) or 64 BF16 values.
 MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }
 
+// Consumer warpgroups of a block_m-row tile: one per 64 rows up to two. A 256-row tile (recipe (1,128,128), dense)
+// gives each of the two warpgroups two 64-row waves: WGMMA is m64, and a third and fourth warpgroup would leave
+// each too few registers for its accumulators.
+MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m >= 128 ? 2 : 1; }
+
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
-// kStages x [A tile | B tile | A scales | B scales], one BF16 staging buffer of 64 rows per math warpgroup, the barriers.
+// kStages x [A tile | B tile | A scales | B scales], one BF16 staging buffer of 64 rows per math warpgroup (reused
+// by each of a 256-row tile's waves), the barriers.
 struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
   // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) with 128-row tiles the one or
@@ -168,7 +174,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.sfa_offset = l.b_offset + stages * l.b_bytes;
   l.sfb_offset = l.sfa_offset + stages * l.sfa_bytes;
   l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, 128);
-  l.barrier_offset = align_up(l.d_offset + (block_m / 64) * l.d_bytes_per_wg, 8);
+  l.barrier_offset = align_up(l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   l.launch_bytes = l.bytes + 1024;
   return l;

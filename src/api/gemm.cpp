@@ -39,7 +39,7 @@ template <typename Check>
 KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe, Check check) {
   KernelConfig config = requested;
   check(config);
-  config.math_warpgroups = config.block_m / 64;
+  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(config.block_m);
   config.num_sms = sms;
   config.smem_bytes = plan::gemm_smem_bytes(config, recipe);
   return config;
@@ -108,6 +108,11 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, 0, [&](const KernelConfig& c) {
       plan::check_fp8_1d2d_config(c);
+      if (c.block_m == 256 && p.layout != validate::Layout::kDense) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "options.config: 256-row tiles run the dense layout only, so far (block_m 64 or 128), got " +
+                        c.to_string());
+      }
       if (c.cluster_m > 1 && p.layout == validate::Layout::kContiguousRowToGroup) {
         throw Error(ErrorCode::kInvalidArgument,
                     "options.config: the row-to-group contiguous layout runs without clusters (cluster_m = 1), got " +
@@ -118,8 +123,9 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
     // Clusters are opt-in (options.config) except where measured faster: slower than the same tiles without a
     // cluster on most shapes (docs/heuristics.md).
     const plan::ShapeHint hint = shape_hint(p);
-    config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false);
-    if (p.layout == validate::Layout::kDense) config = plan::with_measured_pair_cluster(config, hint);
+    const bool dense = p.layout == validate::Layout::kDense;
+    config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, dense);
+    if (dense) config = plan::with_measured_pair_cluster(config, hint);
   }
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }
@@ -342,7 +348,8 @@ KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_
   int sms = get_num_sms();
   if (sms <= 0) sms = info.available ? info.sm_count : 132;
   // with_measured_pair_cluster leaves grouped problems (num_groups > 1) alone.
-  return plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false), h);
+  return plan::with_measured_pair_cluster(
+      plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false, /*dense=*/h.num_groups == 1), h);
 }
 
 }  // namespace moegemm

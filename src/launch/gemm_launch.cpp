@@ -184,7 +184,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
       gemm_kernel_key(c, a.layout, a.recipe, a.mn_major),
       [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major); }, stream);
   jit::LaunchConfig lc{};
-  lc.block[0] = static_cast<unsigned>((c.block_m / 64 + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
+  lc.block[0] = static_cast<unsigned>((kernels::sm90::gemm_math_warpgroups(c.block_m) + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = static_cast<unsigned>(c.smem_bytes);
   lc.pdl = pdl;

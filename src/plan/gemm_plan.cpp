@@ -22,7 +22,11 @@ constexpr double kTileOverheadUs = 0.8;
 constexpr int kStageCap = 16;
 constexpr double kKBlockLatencyUs = 0.3;
 
-constexpr int kBlockMs[] = {64, 128};
+static_assert(math_warpgroups_for(64) == kernels::sm90::gemm_math_warpgroups(64) &&
+                  math_warpgroups_for(128) == kernels::sm90::gemm_math_warpgroups(128) &&
+                  math_warpgroups_for(256) == kernels::sm90::gemm_math_warpgroups(256),
+              "the public rule and the kernel's agree");
+constexpr int kBlockMs[] = {64, 128, 256};
 constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
@@ -69,8 +73,9 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
 
 namespace {
 
+// allow_tall: 256-row tiles are candidates (recipe (1,128,128), dense layout, block_n <= 128).
 KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cluster, int recipe,
-                               int block_n_multiple = 16) {
+                               int block_n_multiple = 16, bool allow_tall = false) {
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -78,8 +83,9 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
   for (int cm : {1, 2}) {
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
+      if (bm == 256 && (!allow_tall || cm != 1)) continue;
       for (int bn : kBlockNs) {
-        const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
+        const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn) && (bm != 256 || bn <= 128);
         if (!supported || bn % block_n_multiple != 0) continue;
         const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
@@ -96,7 +102,7 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
     }
   }
   best.block_k = kernels::sm90::stage_k(recipe);
-  best.math_warpgroups = best.block_m / 64;
+  best.math_warpgroups = kernels::sm90::gemm_math_warpgroups(best.block_m);
   best.stages = gemm_max_stages(best.block_m, best.block_n, recipe);
   best.cluster_n = 1;
   best.num_sms = num_sms;
@@ -106,8 +112,9 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
 
 }  // namespace
 
-KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster) {
-  return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
+KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster, bool dense) {
+  return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), 16,
+                           dense);
 }
 
 KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hint) {
@@ -139,9 +146,12 @@ namespace {
   throw Error(ErrorCode::kInvalidArgument, "options.config: " + rule + ", got " + cfg.to_string());
 }
 
-// The rules both recipes share: tile height, K step, stages, shared memory.
+// The rules every recipe shares: tile height, K step, stages, shared memory.
 void check_common(const KernelConfig& c, int recipe) {
-  if (c.block_m != 64 && c.block_m != 128) config_fail("block_m must be 64 or 128", c);
+  if (c.block_m == 256 && recipe != static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d)) {
+    config_fail("block_m 256 is for recipe (1,128,128) only, so far; use 64 or 128", c);
+  }
+  if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
   if (c.block_k != kernels::sm90::stage_k(recipe)) {
     config_fail("block_k must be " + std::to_string(kernels::sm90::stage_k(recipe)) + " (128 bytes of K per stage)", c);
   }
@@ -176,7 +186,10 @@ void check_fp8_1d1d_config(const KernelConfig& c) {
 
 void check_fp8_1d2d_config(const KernelConfig& c) {
   auto fail = [](const std::string& rule, const KernelConfig& cfg) { config_fail(rule, cfg); };
-  if (c.block_m != 64 && c.block_m != 128) fail("block_m must be 64 or 128", c);
+  if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) fail("block_m must be 64, 128 or 256", c);
+  if (c.block_m == 256 && (c.block_n > 128 || c.cluster_m != 1 || c.cluster_n != 1)) {
+    fail("256-row tiles need block_n <= 128 (two waves of accumulators per warpgroup) and no cluster, so far", c);
+  }
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
     fail(
         "block_n must be a multiple of 16 in [16, 192] with block_n - gcd(block_n, 128) <= 128 (a tile may touch at "

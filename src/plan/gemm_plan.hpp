@@ -21,7 +21,8 @@ struct ShapeHint {
 inline constexpr int kMaxSmemBytes = 232448;
 
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
-KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster = false);
+// dense: the layout is dense, which alone runs 256-row tiles (so far).
+KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster = false, bool dense = false);
 
 // The one case where a 2-CTA cluster (B shared by a pair of 64-row tiles) was measured faster than the planner's
 // tile alone (docs/heuristics.md): a dense problem whose rows fill exactly one pair of 64-row tiles (65 to 128

@@ -49,9 +49,8 @@ static std::string field(const char* name, int value) { return std::string(name)
 
 void check_config(const KernelConfig& config, bool fp8) {
   const char* name = "options.config";
-  if (config.block_m != 64 && config.block_m != 128) {
-    fail(name, "block_m must be 64 or 128 (one or two consumer warpgroups of 64 rows)",
-         field("block_m", config.block_m));
+  if (config.block_m != 64 && config.block_m != 128 && config.block_m != 256) {
+    fail(name, "block_m must be 64, 128 or 256 (consumer warpgroups of 64-row waves)", field("block_m", config.block_m));
   }
   if (config.block_n < 16 || config.block_n > 256 || config.block_n % 16 != 0) {
     fail(name, "block_n must be a multiple of 16 in [16, 256] (WGMMA N)", field("block_n", config.block_n));
@@ -66,8 +65,9 @@ void check_config(const KernelConfig& config, bool fp8) {
   if (config.stages < 2 || config.stages > 16) {
     fail(name, "stages must be in [2, 16]", field("stages", config.stages));
   }
-  if (config.math_warpgroups != config.block_m / 64) {
-    fail(name, "math_warpgroups must be block_m / 64 = " + std::to_string(config.block_m / 64),
+  if (config.math_warpgroups != math_warpgroups_for(config.block_m)) {
+    fail(name, "math_warpgroups must be math_warpgroups_for(block_m) = " +
+                   std::to_string(math_warpgroups_for(config.block_m)),
          field("math_warpgroups", config.math_warpgroups));
   }
   const bool cluster_ok = (config.cluster_m == 1 || config.cluster_m == 2) &&

@@ -19,14 +19,18 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
         for (int groups : {1, 6, 32}) {
           for (int sms : {1, 7, 66, 132}) {
             plan::ShapeHint hint{m, n, k, groups};
-            const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms);
-            EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c)) << c.to_string();
-            EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
-            EXPECT_EQ(c.num_sms, sms);
-            EXPECT_EQ(c.math_warpgroups, c.block_m / 64);
-            EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c));
-            EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
-            EXPECT_GE(c.stages, 3) << c.to_string();
+            for (bool dense : {false, true}) {
+              if (dense && groups != 1) continue;
+              const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, dense);
+              EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c)) << c.to_string();
+              EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
+              EXPECT_EQ(c.num_sms, sms);
+              EXPECT_EQ(c.math_warpgroups, math_warpgroups_for(c.block_m));
+              EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c));
+              EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
+              EXPECT_GE(c.stages, 3) << c.to_string();
+              if (!dense) EXPECT_LE(c.block_m, 128) << "256-row tiles are for the dense layout only";
+            }
           }
         }
       }
@@ -41,6 +45,25 @@ TEST(Fp8Plan, ShapesGetTheDocumentedKindOfTile) {
   EXPECT_GE(large.block_n, 128);
   const KernelConfig decode = plan::choose_fp8_1d2d_config({1, 7168, 16384, 1}, 132);
   EXPECT_EQ(decode.block_m, 64);
+}
+
+TEST(Fp8Plan, TallTilesForLargeDenseProblems) {
+  // 256x128 tiles (3 stages) where a 4096-row problem has many 128-column tiles: fewer waves and less operand
+  // traffic per output than 128x192 (docs/heuristics.md).
+  for (int nk : {0, 1, 2, 3}) {
+    const int n[] = {24576, 7168, 4096, 7168};
+    const int k[] = {1536, 16384, 7168, 2048};
+    const KernelConfig c = plan::choose_fp8_1d2d_config({4096, n[nk], k[nk], 1}, 132, false, /*dense=*/true);
+    EXPECT_EQ(c.block_m, 256) << c.to_string();
+    EXPECT_EQ(c.block_n, 128) << c.to_string();
+    EXPECT_EQ(c.math_warpgroups, 2);
+    EXPECT_EQ(c.stages, 3);
+    // The same rows as grouped problems never get them.
+    EXPECT_EQ(plan::choose_fp8_1d2d_config({4096, n[nk], k[nk], 4}, 132, false, false).block_m, 128);
+  }
+  // Few rows or few columns: 128-row tiles still.
+  EXPECT_LE(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132, false, true).block_m, 128);
+  EXPECT_LE(plan::choose_fp8_1d2d_config({4096, 576, 7168, 1}, 132, false, true).block_m, 128);
 }
 
 TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {

@@ -44,7 +44,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   KernelConfig cfg;
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
-  cfg.math_warpgroups = c.block_m / 64;
+  cfg.math_warpgroups = math_warpgroups_for(c.block_m);
   cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe);
   cfg.cluster_m = c.cluster_m;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
@@ -62,7 +62,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   // The launch-time register count is the warp-specialised cap ((threads, 1) launch bounds); setmaxnreg moves
   // registers from the producer to the consumers inside the kernel.
   EXPECT_GT(bin.usage.registers, 0);
-  EXPECT_LE(bin.usage.registers, c.block_m == 128 ? 168 : 255);
+  EXPECT_LE(bin.usage.registers, c.block_m >= 128 ? 168 : 255);
   // A few bytes of stack for the producer's scheduler state are tolerated (it runs with 40 registers); the
   // accumulators must never go to local memory, which would show as hundreds of bytes.
   EXPECT_LE(bin.usage.spill_store_bytes, 64) << spec.name << "\n" << bin.log;
@@ -79,6 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
     Configs, Fp8KernelCompiles,
     ::testing::Values(
         Case{128, 128, kernels::GroupedKind::kDense}, Case{128, 192, kernels::GroupedKind::kDense},
+        // 256-row tiles (two waves of accumulators per warpgroup): the widest, and one with a scale-block split.
+        Case{256, 128, kernels::GroupedKind::kDense}, Case{256, 96, kernels::GroupedKind::kDense},
         // The planner's tile for the large contiguous rows, in both index forms (row-to-group spilled in its
         // consumers at this width before its pass groups were made warp-uniform).
         Case{128, 192, kernels::GroupedKind::kContiguousRowToGroup},

@@ -14,7 +14,7 @@ using kernels::sm90::gemm_stage_tx_bytes;
 TEST(StageBytes, FullBoxesFillTheStageRegionsOfTheLayout) {
   // With A's box at block_m rows, a stage receives A's and B's whole tiles (the layout's a_bytes and b_bytes), A's
   // block_m scales (FP8) and B's block_n row scales (recipe (1,1,128)), each inside its region of the stage.
-  for (int block_m : {64, 128}) {
+  for (int block_m : {64, 128, 256}) {
     for (int block_n = 16; block_n <= 192; block_n += 16) {
       for (int recipe = 0; recipe <= 4; ++recipe) {
         if (!kernels::sm90::gemm_block_n_supported(recipe, block_n)) continue;
@@ -34,7 +34,7 @@ TEST(StageBytes, FullBoxesFillTheStageRegionsOfTheLayout) {
 }
 
 TEST(StageBytes, ShortABoxCoversEveryRowOfA) {
-  for (int block_m : {64, 128}) {
+  for (int block_m : {64, 128, 256}) {
     for (long long rows = 1; rows <= 300; ++rows) {
       const int box = a_box_rows(rows, block_m, true, 1);
       if (rows >= block_m) {

@@ -37,12 +37,18 @@ TEST(ValidateOptions, DefaultConfigIsValidForFp8) {
   EXPECT_EQ(run_contiguous(x).config, &config);
 }
 
-TEST(ValidateOptions, BlockMMustBe64Or128) {
+TEST(ValidateOptions, BlockMMustBe64Or128Or256) {
   KernelConfig config;
-  config.block_m = 96;
-  EXPECT_INVALID(check_config(config, true), "options.config: block_m must be 64 or 128", "got block_m = 96");
+  for (int block_m : {96, 192, 512}) {
+    config.block_m = block_m;
+    EXPECT_INVALID(check_config(config, true), "options.config: block_m must be 64, 128 or 256",
+                   "got block_m = " + std::to_string(block_m));
+  }
   config.block_m = 64;
   config.math_warpgroups = 1;
+  EXPECT_NO_THROW(check_config(config, true));
+  config.block_m = 256;
+  config.math_warpgroups = 2;
   EXPECT_NO_THROW(check_config(config, true));
 }
 
@@ -79,8 +85,12 @@ TEST(ValidateOptions, StagesMustBeBetween2And16) {
 TEST(ValidateOptions, MathWarpgroupsFollowBlockM) {
   KernelConfig config;
   config.math_warpgroups = 1;
-  EXPECT_INVALID(check_config(config, true), "options.config: math_warpgroups must be block_m / 64 = 2",
+  EXPECT_INVALID(check_config(config, true), "options.config: math_warpgroups must be math_warpgroups_for(block_m) = 2",
                  "got math_warpgroups = 1");
+  config.block_m = 256;
+  config.math_warpgroups = 4;
+  EXPECT_INVALID(check_config(config, true), "options.config: math_warpgroups must be math_warpgroups_for(block_m) = 2",
+                 "got math_warpgroups = 4");
 }
 
 TEST(ValidateOptions, ClusterIsAtMostTwoCtas) {

@@ -171,7 +171,7 @@ TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
         cfg.block_m = bm;
         cfg.block_n = bn;
         cfg.stages = 4;
-        cfg.math_warpgroups = bm / 64;
+        cfg.math_warpgroups = math_warpgroups_for(bm);
         cfg.cluster_m = cm;
         GemmOptions opt;
         opt.config = &cfg;
@@ -186,6 +186,79 @@ TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
             << "bm " << bm << " bn " << bn << " cm " << cm;
       }
     }
+  }
+  // 256-row tiles (two waves per warpgroup; no cluster, block_n <= 128, 3 stages fit): 333 rows are one full and
+  // one partial tile.
+  for (int bn : {16, 32, 48, 64, 96, 128}) {
+    KernelConfig cfg;
+    cfg.block_m = 256;
+    cfg.block_n = bn;
+    cfg.stages = 3;
+    cfg.math_warpgroups = math_warpgroups_for(256);
+    GemmOptions opt;
+    opt.config = &cfg;
+    d.fill_bytes(0xFF);
+    fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
+    expect_rows_match(got, want, n, "config sweep, 256-row tiles");
+    EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << "bm 256 bn " << bn;
+  }
+}
+
+// 256-row tiles on a shape with partial tiles everywhere: rows (600 = 2 x 256 + 88), columns (392: a partial
+// 128-column scale block and tile), K (2112: a partial 128-K block). Checked against the oracle, D's guard intact.
+TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 600, n = 392, k = 2112;
+  std::mt19937 rng(2561);
+  Fp8Operands ops(1, m, n, k, 1, rng);
+  DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
+  ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
+  for (int bn : {128, 96, 48}) {
+    KernelConfig cfg;
+    cfg.block_m = 256;
+    cfg.block_n = bn;
+    cfg.stages = 3;
+    cfg.math_warpgroups = math_warpgroups_for(256);
+    GemmOptions opt;
+    opt.config = &cfg;
+    d.fill_bytes(0xFF);
+    fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    expect_rows_match(d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n), want, n,
+                      ("256-row tiles, bn " + std::to_string(bn)).c_str());
+    EXPECT_TRUE(d.guard_intact()) << "a write landed past the end of D";
+  }
+}
+
+// 256-row tiles are dense-only so far: a grouped call that asks for them gets a clear error before any launch.
+TEST(Fp8MaskedGpu, TallTilesAreRejectedForGroupedLayouts) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(2562);
+  const int groups = 2, cap = 256, n = 256, k = 256;
+  Fp8Operands ops(groups, cap, n, k, groups, rng);
+  DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2);
+  DeviceBuffer cnt(groups * sizeof(int));
+  cnt.upload(std::vector<int>{256, 100});
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  KernelConfig cfg;
+  cfg.block_m = 256;
+  cfg.block_n = 128;
+  cfg.stages = 3;
+  cfg.math_warpgroups = math_warpgroups_for(256);
+  GemmOptions opt;
+  opt.config = &cfg;
+  try {
+    m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(),
+                                 TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout, nullptr,
+                                 opt);
+    ADD_FAILURE() << "no error for 256-row tiles on the masked layout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("256-row tiles run the dense layout only"), std::string::npos) << e.what();
   }
 }
 
@@ -212,7 +285,7 @@ TEST(Fp8ClusterGpu, MaskedAndGroupEndsWithPairTiles) {
       cfg.block_m = bm;
       cfg.block_n = bn;
       cfg.stages = 4;
-      cfg.math_warpgroups = bm / 64;
+      cfg.math_warpgroups = math_warpgroups_for(bm);
       cfg.cluster_m = 2;
       GemmOptions opt;
       opt.config = &cfg;

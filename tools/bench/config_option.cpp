@@ -40,7 +40,7 @@ moegemm::KernelConfig parse_config(const std::string& text) {
   config.block_n = positive_part(parts[1], text);
   config.block_k = kFp8BlockK;
   config.stages = positive_part(parts[2], text);
-  config.math_warpgroups = config.block_m / 64;
+  config.math_warpgroups = math_warpgroups_for(config.block_m);
   config.cluster_m = parts.size() == 5 ? positive_part(parts[3], text) : 1;
   config.cluster_n = parts.size() == 5 ? positive_part(parts[4], text) : 1;
   return config;

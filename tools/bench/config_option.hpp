@@ -11,7 +11,7 @@
 
 namespace moegemm::bench {
 
-// "128x192x4" -> KernelConfig{block_m 128, block_n 192, block_k 128, 4 stages, block_m / 64 math warpgroups,
+// "128x192x4" -> KernelConfig{block_m 128, block_n 192, block_k 128, 4 stages, math_warpgroups_for(block_m) math warpgroups,
 // cluster 1x1}; "128x192x4x2x1" sets the cluster too (2x1). Throws std::invalid_argument naming --config when the
 // text is not three or five positive integers joined by 'x'; whether the kernels accept the values is the library's
 // to say (per call).
