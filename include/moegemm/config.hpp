@@ -11,11 +11,11 @@ struct KernelConfig {
   int block_n = 128;
   int block_k = 128;
   int stages = 4;
-  int math_warpgroups = 2;   // consumer warpgroups: math_warpgroups_for(block_m)
-  int cluster_m = 1;         // CTAs of a cluster along M: they share (multicast) the B tile
-  int cluster_n = 1;         // CTAs of a cluster along N: they share (multicast) the A tile
-  int num_sms = 0;           // persistent grid size
-  int smem_bytes = 0;        // dynamic shared memory the configuration needs
+  int math_warpgroups = 2;  // consumer warpgroups: math_warpgroups_for(block_m)
+  int cluster_m = 1;        // CTAs of a cluster along M: they share (multicast) the B tile
+  int cluster_n = 1;        // CTAs of a cluster along N: they share (multicast) the A tile
+  int num_sms = 0;          // persistent grid size
+  int smem_bytes = 0;       // dynamic shared memory the configuration needs
   std::string to_string() const;
 };
 

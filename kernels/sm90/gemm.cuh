@@ -132,9 +132,16 @@ struct BScaleBlocks {
   int split;
 };
 
-template <int kBlockN>
+// A tile at or past N (the second CTA of a column pair on the last, odd tile) reads the last block's scales with
+// no split: it stores nothing, and its scale addresses stay inside B's scales.
+template <int kBlockN, bool kMayPassN = false>
 MOEGEMM_DEVICE BScaleBlocks b_scale_blocks(const GemmParams& params, const SchedulerProblem& prob, const TileWork& w,
                                            int group) {
+  if constexpr (kMayPassN) {
+    if (w.n_begin >= prob.n) {
+      return {params.sfb + group * params.sfb_group_stride + (prob.n - 1) / 128 * params.sfb_n_stride, 0, kBlockN};
+    }
+  }
   const int n_scale_block = w.n_begin / 128;
   const int split = 128 - (w.n_begin - n_scale_block * 128);
   const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
@@ -290,10 +297,13 @@ struct PipelineCursor {
 
 // kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
+// kClusterN = 2 (dense, recipe (1,128,128)): pairs along N share each A tile the same way; the scheduler's problem
+// has block_n = 2 * kBlockN.
 // kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
 // by WGMMA with the transpose flag.
-template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0>
+template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0,
+          int kClusterN = 1>
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
@@ -336,6 +346,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
+  static_assert(kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 && kBlockScaledB &&
+                                   kKind == static_cast<int>(GroupedKind::kDense) && kBlockM >= 128),
+                "A shared along N: pairs, dense, recipe (1,128,128), 128- or 256-row tiles");
+  constexpr int kClusterSize = kClusterM * kClusterN;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
   static_assert(kClusterM == 1 || kLayout != GroupedKind::kContiguousRowToGroup, "no multicast for row-to-group");
   static_assert(kClusterM == 1 || kBlockN % 16 == 0, "each CTA multicasts half of the B tile: 8-row swizzle atoms");
@@ -362,12 +376,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     for (int s = 0; s < kStages; ++s) {
       // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
       mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
-      mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterM);  // one arrival per consumer warp of the cluster
+      mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterSize);  // one arrival per consumer warp of the cluster
     }
     fence_barrier_init();
   }
   // The peer multicasts into this CTA's stages and arrives on its barriers: both must be initialised first.
-  if constexpr (kClusterM > 1) {
+  if constexpr (kClusterSize > 1) {
     cluster_sync();
   } else {
     __syncthreads();
@@ -375,9 +389,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   // With programmatic dependent launch, everything above overlapped the previous kernel; inputs are read below.
   grid_dependency_wait();
 
-  const u32 cluster_rank = kClusterM > 1 ? cluster_cta_rank() : 0u;
-  const int cluster_id = static_cast<int>(blockIdx.x) / kClusterM;
-  const int num_clusters = static_cast<int>(gridDim.x) / kClusterM;
+  const u32 cluster_rank = kClusterSize > 1 ? cluster_cta_rank() : 0u;
+  const int cluster_id = static_cast<int>(blockIdx.x) / kClusterSize;
+  const int num_clusters = static_cast<int>(gridDim.x) / kClusterSize;
+  // This CTA's part of a pair tile (the pair itself without a cluster).
+  auto cta_tile = [&](const TileWork& pair) {
+    if constexpr (kClusterM > 1) return cluster_half(pair, static_cast<int>(cluster_rank), kBlockM);
+    if constexpr (kClusterN > 1) return cluster_half_n(pair, static_cast<int>(cluster_rank), kBlockN);
+    return pair;
+  };
 
   if (warpgroup == kMathWGs) {
     // ---------------------------------------------------------------- producer
@@ -398,7 +418,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       TileIterator tiles(prob, cluster_id, num_clusters);
       TileWork pair;
       while (tiles.next(pair, false)) {
-        const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
+        const TileWork w = cta_tile(pair);
         TilePasses<kLayout> passes;
         passes.start(prob, w);
         do {
@@ -413,7 +433,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             const int a_row = warp_uniform(w.a_row);
             const int n_begin = warp_uniform(w.n_begin);
             BScaleBlocks b_scales{};
-            if constexpr (kBScalesInStages) b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);
+            if constexpr (kBScalesInStages) b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);
             if constexpr (kKGroupedFp8) {
               // The descriptors were written by the preceding kernel through the generic proxy. Every lane
               // acquires: whichever lane elect.sync picks below issues the copies.
@@ -449,6 +469,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                       for (int c = 0; c < kBlockM / 64; ++c) {
                         tma_load_2d(a_dst + c * kMnChunkBytes, &params.tma_a, bar, a_row + 64 * c, k_base + k_coord);
                       }
+                    } else if constexpr (kClusterN > 1) {
+                      // Each CTA of the pair fetches its half of the tile's rows for both CTAs.
+                      constexpr int kHalf = kBlockM / 2;
+                      tma_load_2d_multicast(a_dst + cluster_rank * kHalf * kRowBytes, &params.tma_a, bar, 0x3, k_coord,
+                                            a_row + static_cast<int>(cluster_rank) * kHalf);
                     } else {
                       tma_load_2d(a_dst, &params.tma_a, bar, k_coord, a_row);
                     }
@@ -516,7 +541,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     // A consumer warp is done with a stage: one arrival on its empty barrier per warp.
     auto release_stage = [&](u32 stage) {
       if (lane == 0) {
-        if constexpr (kClusterM > 1) {
+        if constexpr (kClusterSize > 1) {
           // The stage is refilled by multicasts from both CTAs: release it to both producers.
           mbarrier_arrive_cluster(&empty_bar[stage], 0);
           mbarrier_arrive_cluster(&empty_bar[stage], 1);
@@ -531,7 +556,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     float acc[kAcc];
     float result[kWaves][kAcc];
     while (tiles.next(pair, false)) {
-      const TileWork w = kClusterM > 1 ? cluster_half(pair, static_cast<int>(cluster_rank), kBlockM) : pair;
+      const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
       passes.start(prob, w);
       for (int first = 1;; first = 0) {
@@ -543,7 +568,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         }
         if (g >= 0) {
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
-          const BScaleBlocks b_scales = b_scale_blocks<kBlockN>(params, prob, w, g);  // recipe (1,128,128)
+          const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
             for (int kb = 0; kb < tile_kb; ++kb) {
@@ -686,7 +711,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     }
   }  // consumers
   // No CTA may exit while its peer can still arrive on its barriers or multicast into its shared memory.
-  if constexpr (kClusterM > 1) cluster_sync();
+  if constexpr (kClusterSize > 1) cluster_sync();
 }
 
 }  // namespace moegemm::kernels::sm90

@@ -106,6 +106,15 @@ MOEGEMM_DEVICE void tma_load_3d(u32 dst, const TmaDescriptor* desc, u32 bar, int
 
 // The same load, delivered to the same shared-memory offset (and completing on the same barrier offset) in every
 // CTA of the cluster whose bit is set in cta_mask.
+MOEGEMM_DEVICE void tma_load_2d_multicast(u32 dst, const TmaDescriptor* desc, u32 bar, unsigned short cta_mask, int c0,
+                                          int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%4, %5}], [%2], %3;" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(desc)), "r"(bar), "h"(cta_mask), "r"(c0), "r"(c1)
+      : "memory");
+}
+
 MOEGEMM_DEVICE void tma_load_3d_multicast(u32 dst, const TmaDescriptor* desc, u32 bar, unsigned short cta_mask, int c0,
                                           int c1, int c2) {
   asm volatile(

@@ -108,6 +108,11 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, 0, [&](const KernelConfig& c) {
       plan::check_fp8_1d2d_config(c);
+      if (c.cluster_n > 1 && p.layout != validate::Layout::kDense) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "options.config: a 1x2 cluster (A shared along N) runs the dense layout only, so far, got " +
+                        c.to_string());
+      }
       if (c.block_m == 256 && p.layout != validate::Layout::kDense) {
         throw Error(ErrorCode::kInvalidArgument,
                     "options.config: 256-row tiles run the dense layout only, so far (block_m 64 or 128), got " +
@@ -199,10 +204,10 @@ void check_kgrouped_output(const validate::GemmProblem& p, const TensorView& d, 
 void copy_c_if_empty(const validate::GemmProblem& p, Stream stream) {
   const std::int64_t count = static_cast<std::int64_t>(p.num_groups) * p.m * p.n;
   if (p.empty && p.has_c && !p.c_aliases_d && count > 0) {
-    jit::check(jit::driver().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(p.d.ptr),
-                                           reinterpret_cast<CUdeviceptr>(p.c.ptr),
-                                           static_cast<std::size_t>(count) * sizeof(float), static_cast<CUstream>(stream)),
-               "cuMemcpyAsync(d <- c)");
+    jit::check(
+        jit::driver().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(p.d.ptr), reinterpret_cast<CUdeviceptr>(p.c.ptr),
+                                    static_cast<std::size_t>(count) * sizeof(float), static_cast<CUstream>(stream)),
+        "cuMemcpyAsync(d <- c)");
   }
 }
 
@@ -240,7 +245,8 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) { plan::check_fp8_1d1d_config(cfg); });
+    config =
+        checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) { plan::check_fp8_1d1d_config(cfg); });
   } else {
     config = plan::choose_fp8_1d1d_config(kgrouped_hint(p), sms);
   }

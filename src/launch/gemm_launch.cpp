@@ -35,25 +35,30 @@ bool launch_verbose() {
 std::string gemm_kernel_key(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
-         std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major);
+         std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major) +
+         (c.cluster_n > 1 ? "/cn" + std::to_string(c.cluster_n) : std::string());
 }
 
 jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
   jit::KernelSpec spec;
   spec.name = gemm_kernel_key(c, layout, recipe, mn_major);
-  spec.name_expression = "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " +
-                         std::to_string(c.block_n) + ", " + std::to_string(c.stages) + ", " +
-                         std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) + ", " +
-                         std::to_string(recipe) + ", " + std::to_string(mn_major) + ">";
+  spec.name_expression =
+      "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
+      std::to_string(c.stages) + ", " + std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) +
+      ", " + std::to_string(recipe) + ", " + std::to_string(mn_major) + ", " + std::to_string(c.cluster_n) + ">";
   spec.source = "#include \"sm90/gemm.cuh\"\n";
   return spec;
 }
 
 void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
   const bool masked = a.layout == GroupedKind::kMasked;
-  const int cluster = c.cluster_m;
+  const int cluster = c.cluster_m * c.cluster_n;
   if (cluster != 1 && (cluster != 2 || a.layout == GroupedKind::kContiguousRowToGroup)) {
-    throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster_m " + std::to_string(cluster) + " for this layout");
+    throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster " + std::to_string(c.cluster_m) + "x" +
+                                          std::to_string(c.cluster_n) + " for this layout");
+  }
+  if (c.cluster_n != 1 && a.layout != GroupedKind::kDense) {
+    throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster_n 2 (A shared along N) is for the dense layout only");
   }
   const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
 
@@ -64,12 +69,13 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   prob.rows = a.rows;
   prob.n = a.n;
   prob.k = a.k;
-  // With a cluster the scheduler hands out pair tiles of 2 * block_m rows; each CTA takes one half.
-  prob.block_m = c.block_m * cluster;
-  prob.block_n = c.block_n;
+  // With a cluster the scheduler hands out pair tiles of 2 * block_m rows (cluster_m 2) or 2 * block_n columns
+  // (cluster_n 2); each CTA takes one half.
+  prob.block_m = c.block_m * c.cluster_m;
+  prob.block_n = c.block_n * c.cluster_n;
   const int m_blocks = std::max(1, (a.rows + prob.block_m - 1) / prob.block_m);
-  const int n_blocks = (a.n + c.block_n - 1) / c.block_n;
-  prob.band = kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, c.block_n, c.num_sms / cluster);
+  const int n_blocks = (a.n + prob.block_n - 1) / prob.block_n;
+  prob.band = kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, prob.block_n, c.num_sms / cluster);
   prob.routing = a.routing;
   // K-grouped with a C distinct from D (c set): experts with K_g = 0 get tiles too (empty reduction), so D[g] = C[g].
   prob.kgrouped_empty_experts_store = a.layout == GroupedKind::kKGrouped && a.c != nullptr ? 1 : 0;
@@ -117,9 +123,10 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   }
   // K-grouped FP8 replaces the A descriptor per expert (rows = M there too, but keep its box as the template has it).
   const bool kgrouped_fp8 = a.layout == GroupedKind::kKGrouped && row_scaled_b;
-  const int a_rows_boxed = kernels::sm90::a_box_rows(a.rows, c.block_m, !masked && !(a.mn_major & 1) && !kgrouped_fp8,
-                                                     cluster);
-  ta.box[0] = stage_k, ta.box[1] = static_cast<std::uint32_t>(a_rows_boxed), ta.box[2] = 1;
+  const int a_rows_boxed =
+      kernels::sm90::a_box_rows(a.rows, c.block_m, !masked && !(a.mn_major & 1) && !kgrouped_fp8, cluster);
+  // Sharing A (cluster_n 2), each CTA fetches half of the tile's rows for both.
+  ta.box[0] = stage_k, ta.box[1] = static_cast<std::uint32_t>(a_rows_boxed / c.cluster_n), ta.box[2] = 1;
   if (a.mn_major & 1) ta.box[0] = 64, ta.box[1] = stage_k;  // [64 K][64 M] boxes, block_m / 64 per stage
   // K-grouped FP8: a template for the per-expert descriptors (kgrouped_descriptors.cuh replaces address, K extent
   // and row stride per expert), [rows, 128] K-major uint8 with the kernel's box.
@@ -140,7 +147,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     tb.dims[2] = 1;
     tb.strides_bytes[1] = a.ldb * a.k * esize;
   }
-  tb.box[0] = stage_k, tb.box[1] = static_cast<std::uint32_t>(c.block_n / cluster), tb.box[2] = 1;
+  tb.box[0] = stage_k, tb.box[1] = static_cast<std::uint32_t>(c.block_n / c.cluster_m), tb.box[2] = 1;
   if (a.mn_major & 2) {  // [G][K, N] storage, N contiguous: [64 K][64 N] boxes, block_n / 64 per stage
     tb.dims[0] = a.n, tb.dims[1] = a.k;
     tb.box[0] = 64, tb.box[1] = stage_k;
@@ -184,7 +191,8 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
       gemm_kernel_key(c, a.layout, a.recipe, a.mn_major),
       [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major); }, stream);
   jit::LaunchConfig lc{};
-  lc.block[0] = static_cast<unsigned>((kernels::sm90::gemm_math_warpgroups(c.block_m) + 1) * 128), lc.block[1] = 1, lc.block[2] = 1;
+  lc.block[0] = static_cast<unsigned>((kernels::sm90::gemm_math_warpgroups(c.block_m) + 1) * 128), lc.block[1] = 1,
+  lc.block[2] = 1;
   lc.cluster[0] = static_cast<unsigned>(cluster), lc.cluster[1] = lc.cluster[2] = 1;
   lc.shared_bytes = static_cast<unsigned>(c.smem_bytes);
   lc.pdl = pdl;

@@ -169,7 +169,7 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe) 
   if (!kernels::sm90::recipe_is_bf16(r)) throw Error(ErrorCode::kInternal, "check_bf16_config: not a BF16 recipe");
   if (!kernels::sm90::gemm_block_n_supported(r, c.block_n)) {
     config_fail(kernels::sm90::recipe_has_fp32_out(r) ? "block_n must be a multiple of 16 in [16, 160] for FP32 D"
-                                                       : "block_n must be a multiple of 16 in [16, 192]",
+                                                      : "block_n must be a multiple of 16 in [16, 192]",
                 c);
   }
   if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("BF16 runs without clusters (1x1) so far", c);
@@ -187,8 +187,8 @@ void check_fp8_1d1d_config(const KernelConfig& c) {
 void check_fp8_1d2d_config(const KernelConfig& c) {
   auto fail = [](const std::string& rule, const KernelConfig& cfg) { config_fail(rule, cfg); };
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) fail("block_m must be 64, 128 or 256", c);
-  if (c.block_m == 256 && (c.block_n > 128 || c.cluster_m != 1 || c.cluster_n != 1)) {
-    fail("256-row tiles need block_n <= 128 (two waves of accumulators per warpgroup) and no cluster, so far", c);
+  if (c.block_m == 256 && (c.block_n > 128 || c.cluster_m != 1)) {
+    fail("256-row tiles need block_n <= 128 (two waves of accumulators per warpgroup) and cluster_m 1, so far", c);
   }
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
     fail(
@@ -198,9 +198,12 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
   }
   if (c.block_k != kernels::sm90::kFp8BlockK) fail("block_k must be 128 for FP8", c);
   if (c.stages < 2) fail("stages must be at least 2", c);
-  if ((c.cluster_m != 1 && c.cluster_m != 2) || c.cluster_n != 1) {
-    fail("clusters must be 1x1 or 2x1 (two CTAs along M sharing B)", c);
+  const bool pair_along_m = c.cluster_m == 2 && c.cluster_n == 1;
+  const bool pair_along_n = c.cluster_m == 1 && c.cluster_n == 2;
+  if (!(c.cluster_m == 1 && c.cluster_n == 1) && !pair_along_m && !pair_along_n) {
+    fail("clusters must be 1x1, 2x1 (two CTAs along M sharing B) or 1x2 (two CTAs along N sharing A)", c);
   }
+  if (pair_along_n && c.block_m < 128) fail("a 1x2 cluster (A shared along N) needs block_m 128 or 256", c);
   check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
 }
 

@@ -50,7 +50,8 @@ static std::string field(const char* name, int value) { return std::string(name)
 void check_config(const KernelConfig& config, bool fp8) {
   const char* name = "options.config";
   if (config.block_m != 64 && config.block_m != 128 && config.block_m != 256) {
-    fail(name, "block_m must be 64, 128 or 256 (consumer warpgroups of 64-row waves)", field("block_m", config.block_m));
+    fail(name, "block_m must be 64, 128 or 256 (consumer warpgroups of 64-row waves)",
+         field("block_m", config.block_m));
   }
   if (config.block_n < 16 || config.block_n > 256 || config.block_n % 16 != 0) {
     fail(name, "block_n must be a multiple of 16 in [16, 256] (WGMMA N)", field("block_n", config.block_n));
@@ -66,9 +67,10 @@ void check_config(const KernelConfig& config, bool fp8) {
     fail(name, "stages must be in [2, 16]", field("stages", config.stages));
   }
   if (config.math_warpgroups != math_warpgroups_for(config.block_m)) {
-    fail(name, "math_warpgroups must be math_warpgroups_for(block_m) = " +
-                   std::to_string(math_warpgroups_for(config.block_m)),
-         field("math_warpgroups", config.math_warpgroups));
+    fail(
+        name,
+        "math_warpgroups must be math_warpgroups_for(block_m) = " + std::to_string(math_warpgroups_for(config.block_m)),
+        field("math_warpgroups", config.math_warpgroups));
   }
   const bool cluster_ok = (config.cluster_m == 1 || config.cluster_m == 2) &&
                           (config.cluster_n == 1 || config.cluster_n == 2) && config.cluster_m * config.cluster_n <= 2;
@@ -76,8 +78,8 @@ void check_config(const KernelConfig& config, bool fp8) {
     fail(name, "cluster_m and cluster_n must be 1 or 2 with cluster_m * cluster_n <= 2",
          "cluster_m = " + std::to_string(config.cluster_m) + ", cluster_n = " + std::to_string(config.cluster_n));
   }
-  if (config.num_sms < 0) fail(name, "num_sms must be non-negative (0: the planner's choice)",
-                               field("num_sms", config.num_sms));
+  if (config.num_sms < 0)
+    fail(name, "num_sms must be non-negative (0: the planner's choice)", field("num_sms", config.num_sms));
   if (config.smem_bytes < 0) fail(name, "smem_bytes must be non-negative", field("smem_bytes", config.smem_bytes));
 }
 

@@ -1,6 +1,6 @@
 // The 2-CTA cluster split (kernels/common/cluster_split.cuh): the scheduler hands out pair tiles of 2 * block_m
-// rows and each CTA takes one half. Checked on randomised layouts: every valid row of every pair tile is stored by
-// exactly one half, of its own group, and no half reaches outside its pair's rows.
+// rows (or, sharing A, 2 * block_n columns) and each CTA takes one half. Checked on randomised layouts: every valid row
+// of every pair tile is stored by exactly one half, of its own group, and no half reaches outside its pair's rows.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -89,6 +89,51 @@ TEST(ClusterSplit, DenseMaskedAndGroupEndsAreCoveredExactlyOnce) {
     p.routing = routing.empty() ? nullptr : routing.data();
     check_split(p, block_m, 1 + static_cast<int>(rng() % 7));
     if (HasFatalFailure()) return;
+  }
+}
+
+// The column split of a dense problem (A shared by two CTAs): the scheduler runs with block_n doubled and each CTA
+// takes one half of the columns. Every element of D is covered by exactly one CTA's half, whose columns stay inside
+// its pair's; a half at or past N covers nothing.
+TEST(ClusterSplit, DenseColumnHalvesCoverEveryElementOnce) {
+  std::mt19937 rng(321);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int block_n = 16 * (1 + static_cast<int>(rng() % 12));
+    SchedulerProblem p;
+    p.kind = GroupedKind::kDense;
+    p.block_m = (trial % 3 == 0) ? 256 : 128;
+    p.block_n = 2 * block_n;
+    p.n = 8 * (1 + static_cast<int>(rng() % 80));
+    p.rows = 1 + static_cast<int>(rng() % 700);
+    p.k = 128;
+    p.band = 1 + static_cast<int>(rng() % 16);
+    const int num_clusters = 1 + static_cast<int>(rng() % 7);
+    std::vector<int> stamps(static_cast<std::size_t>(p.rows) * p.n, 0);
+    for (int c = 0; c < num_clusters; ++c) {
+      TileIterator it(p, c, num_clusters);
+      TileWork pair;
+      while (it.next(pair)) {
+        for (int rank = 0; rank < 2; ++rank) {
+          const TileWork half = cluster_half_n(pair, rank, block_n);
+          ASSERT_EQ(half.row_begin, pair.row_begin);
+          ASSERT_EQ(half.row_limit, pair.row_limit);
+          ASSERT_GE(half.n_begin, pair.n_begin);
+          ASSERT_LE(half.n_begin + block_n, pair.n_begin + p.block_n);
+          ASSERT_EQ(half.b_row, half.n_begin);
+          for (int r = half.row_begin; r < half.row_limit; ++r) {
+            if (row_action(p, half, half.group, true, r) == RowAction::kSkip) continue;
+            // The epilogue stores columns n_begin .. n_begin + block_n - 1 below N.
+            for (int col = half.n_begin; col < half.n_begin + block_n && col < p.n; ++col) {
+              ++stamps[static_cast<std::size_t>(r) * p.n + col];
+            }
+          }
+        }
+      }
+    }
+    for (std::size_t i = 0; i < stamps.size(); ++i) {
+      ASSERT_EQ(stamps[i], 1) << "trial " << trial << " element " << i << " (n " << p.n << ", block_n " << block_n
+                              << ")";
+    }
   }
 }
 

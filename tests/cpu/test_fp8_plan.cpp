@@ -78,8 +78,8 @@ TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
       EXPECT_EQ(c.cluster_m, 1) << c.to_string();
     }
   }
-  const KernelConfig wide = plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132),
-                                                             {128, 7168, 16384, 1});
+  const KernelConfig wide =
+      plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132), {128, 7168, 16384, 1});
   EXPECT_EQ(wide.block_n, 128);
   EXPECT_EQ(wide.cluster_m, 2);
   // Not for narrow tiles, one row, more than one pair, several groups, or a single SM.
@@ -112,8 +112,24 @@ TEST(Fp8Plan, OverridesAreChecked) {
     EXPECT_NE(std::string(e.what()).find("options.config"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
   }
+  // A 1x2 cluster (A shared along N) needs 128- or 256-row tiles; 2x2 is not a pair.
   c = KernelConfig{};
   c.cluster_n = 2;
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c));
+  c.block_m = 256;
+  c.stages = 3;
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c));
+  c.block_m = 64;
+  c.math_warpgroups = 1;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  c = KernelConfig{};
+  c.cluster_m = 2;
+  c.cluster_n = 2;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  c = KernelConfig{};
+  c.block_m = 256;
+  c.stages = 3;
+  c.cluster_m = 2;  // 256-row tiles share A, not B, so far
   EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
 }
 

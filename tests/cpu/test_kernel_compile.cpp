@@ -35,6 +35,7 @@ struct Case {
   int cluster_m = 1;
   int recipe = 0;    // kernels::sm90::GemmRecipe
   int mn_major = 0;  // BF16: bit 0 A, bit 1 B
+  int cluster_n = 1;
 };
 
 class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
@@ -47,6 +48,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.math_warpgroups = math_warpgroups_for(c.block_m);
   cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe);
   cfg.cluster_m = c.cluster_m;
+  cfg.cluster_n = c.cluster_n;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
   if (c.recipe == 0) {
     plan::check_fp8_1d2d_config(cfg);
@@ -81,11 +83,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{128, 128, kernels::GroupedKind::kDense}, Case{128, 192, kernels::GroupedKind::kDense},
         // 256-row tiles (two waves of accumulators per warpgroup): the widest, and one with a scale-block split.
         Case{256, 128, kernels::GroupedKind::kDense}, Case{256, 96, kernels::GroupedKind::kDense},
+        // A shared along N by a pair of CTAs (1x2 cluster): 256- and 128-row tiles.
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 0, 0, 2},
+        Case{128, 192, kernels::GroupedKind::kDense, 1, 0, 0, 2},
         // The planner's tile for the large contiguous rows, in both index forms (row-to-group spilled in its
         // consumers at this width before its pass groups were made warp-uniform).
         Case{128, 192, kernels::GroupedKind::kContiguousRowToGroup},
-        Case{128, 192, kernels::GroupedKind::kContiguousGroupEnds},
-        Case{64, 16, kernels::GroupedKind::kDense}, Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds},
+        Case{128, 192, kernels::GroupedKind::kContiguousGroupEnds}, Case{64, 16, kernels::GroupedKind::kDense},
+        Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds},
         Case{128, 160, kernels::GroupedKind::kContiguousRowToGroup}, Case{64, 96, kernels::GroupedKind::kMasked},
         Case{128, 192, kernels::GroupedKind::kDense, 2}, Case{128, 160, kernels::GroupedKind::kMasked, 2},
         Case{64, 128, kernels::GroupedKind::kContiguousGroupEnds, 2},
@@ -111,14 +116,15 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
-             "_recipe" + std::to_string(info.param.recipe) + "_mn" + std::to_string(info.param.mn_major);
+             "_recipe" + std::to_string(info.param.recipe) + "_mn" + std::to_string(info.param.mn_major) +
+             (info.param.cluster_n > 1 ? "_cn" + std::to_string(info.param.cluster_n) : std::string());
     });
 
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
 TEST(KGroupedDescriptorKernel, CompilesForSm90a) {
-  const jit::CompiledBinary bin = jit::compile_cubin("sm90_kgrouped_descriptors",
-                                                     "#include \"sm90/kgrouped_descriptors.cuh\"\n",
-                                                     "moegemm::kernels::sm90::kgrouped_descriptor_kernel");
+  const jit::CompiledBinary bin =
+      jit::compile_cubin("sm90_kgrouped_descriptors", "#include \"sm90/kgrouped_descriptors.cuh\"\n",
+                         "moegemm::kernels::sm90::kgrouped_descriptor_kernel");
   ASSERT_FALSE(bin.cubin.empty()) << bin.log;
   EXPECT_EQ(bin.usage.spill_store_bytes, 0) << bin.log;
 }

@@ -187,27 +187,35 @@ TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
       }
     }
   }
-  // 256-row tiles (two waves per warpgroup; no cluster, block_n <= 128, 3 stages fit): 333 rows are one full and
-  // one partial tile.
-  for (int bn : {16, 32, 48, 64, 96, 128}) {
+  // 256-row tiles (two waves per warpgroup; block_n <= 128, 3 stages fit): 333 rows are one full and one partial
+  // tile. Then pairs of CTAs sharing A along N (1x2 clusters), on 256- and 128-row tiles.
+  struct Extra {
+    int bm, bn, stages, cluster_n;
+  };
+  for (const Extra& x : {Extra{256, 16, 3, 1}, Extra{256, 32, 3, 1}, Extra{256, 48, 3, 1}, Extra{256, 64, 3, 1},
+                         Extra{256, 96, 3, 1}, Extra{256, 128, 3, 1}, Extra{256, 128, 3, 2}, Extra{256, 96, 3, 2},
+                         Extra{256, 48, 3, 2}, Extra{128, 128, 4, 2}, Extra{128, 192, 4, 2}, Extra{128, 64, 4, 2}}) {
     KernelConfig cfg;
-    cfg.block_m = 256;
-    cfg.block_n = bn;
-    cfg.stages = 3;
-    cfg.math_warpgroups = math_warpgroups_for(256);
+    cfg.block_m = x.bm;
+    cfg.block_n = x.bn;
+    cfg.stages = x.stages;
+    cfg.math_warpgroups = math_warpgroups_for(x.bm);
+    cfg.cluster_n = x.cluster_n;
     GemmOptions opt;
     opt.config = &cfg;
     d.fill_bytes(0xFF);
     fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
     MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
     const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
-    expect_rows_match(got, want, n, "config sweep, 256-row tiles");
-    EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << "bm 256 bn " << bn;
+    expect_rows_match(got, want, n, "config sweep, 256-row tiles and 1x2 clusters");
+    EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2))
+        << "bm " << x.bm << " bn " << x.bn << " cn " << x.cluster_n;
   }
 }
 
 // 256-row tiles on a shape with partial tiles everywhere: rows (600 = 2 x 256 + 88), columns (392: a partial
 // 128-column scale block and tile), K (2112: a partial 128-K block). Checked against the oracle, D's guard intact.
+// With 1x2 clusters (A shared along N) at block_n 96 and 48 the last pair's second CTA lies wholly past N.
 TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
   MOEGEMM_REQUIRE_GPU();
   const int m = 600, n = 392, k = 2112;
@@ -216,20 +224,24 @@ TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
   DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
   const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
   ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
-  for (int bn : {128, 96, 48}) {
-    KernelConfig cfg;
-    cfg.block_m = 256;
-    cfg.block_n = bn;
-    cfg.stages = 3;
-    cfg.math_warpgroups = math_warpgroups_for(256);
-    GemmOptions opt;
-    opt.config = &cfg;
-    d.fill_bytes(0xFF);
-    fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
-    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-    expect_rows_match(d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n), want, n,
-                      ("256-row tiles, bn " + std::to_string(bn)).c_str());
-    EXPECT_TRUE(d.guard_intact()) << "a write landed past the end of D";
+  for (int cluster_n : {1, 2}) {
+    for (int bn : {128, 96, 48}) {
+      KernelConfig cfg;
+      cfg.block_m = 256;
+      cfg.block_n = bn;
+      cfg.stages = 3;
+      cfg.math_warpgroups = math_warpgroups_for(256);
+      cfg.cluster_n = cluster_n;
+      GemmOptions opt;
+      opt.config = &cfg;
+      d.fill_bytes(0xFF);
+      fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      expect_rows_match(
+          d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n), want, n,
+          ("256-row tiles, bn " + std::to_string(bn) + " cluster 1x" + std::to_string(cluster_n)).c_str());
+      EXPECT_TRUE(d.guard_intact()) << "a write landed past the end of D";
+    }
   }
 }
 
@@ -467,7 +479,7 @@ TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
   for (int r = 300; r < 340; ++r) index[r] = 2;  // same block as expert 1
   for (int r = 340; r < 350; ++r) index[r] = 1;  // back to 1: not sorted inside the block
   for (int r = 350; r < 360; ++r) index[r] = 0;  // a third and a fourth expert in that block: the kernel's
-  index[370] = 3;                                 // pass search has to look past the two it finds per scan
+  index[370] = 3;                                // pass search has to look past the two it finds per scan
   for (int r = 384; r < 500; ++r) index[r] = 3;
   index[400] = 7;   // >= groups: padding
   index[401] = -9;  // < -1: padding
