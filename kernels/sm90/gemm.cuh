@@ -315,8 +315,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 256, "block_m must be 64, 128 or 256");
-  static_assert(kBlockM != 256 || (kBlockScaledB && kKind == static_cast<int>(GroupedKind::kDense) && kBlockN <= 128),
-                "256-row tiles: recipe (1,128,128), dense, block_n <= 128 (two waves of accumulators), so far");
+  static_assert(kBlockM != 256 || (gemm_tall_tile_supported(kRecipe, kBlockN, kClusterM) &&
+                                   kKind == static_cast<int>(GroupedKind::kDense)),
+                "256-row tiles: see gemm_tall_tile_supported (sm90/gemm_params.cuh), dense only so far");
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
                 "recipe (1,1,128): dense or k-grouped, no cluster, so far");
@@ -343,6 +344,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
   constexpr int kWaveRows = 64 * kMathWGs;
   constexpr int kWaves = kBlockM / kWaveRows;
+  static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");

@@ -75,8 +75,8 @@ struct KGroupedDescriptorParams {
   const unsigned char* b;    // packed B: expert g's [N, K_g] block at b + N * k_offset(g)
   long long m, n;
   int num_groups;
-  int capacity;                // sum of the host sizes: the packed buffers hold this many K columns in total
-  const int* ks_device;        // int32 [G], or null: sizes in ks_inline
+  int capacity;          // sum of the host sizes: the packed buffers hold this many K columns in total
+  const int* ks_device;  // int32 [G], or null: sizes in ks_inline
   int ks_inline[kMaxInlineKGroups];
   TmaDescriptor* descriptors;  // out: [2 * G]: A of expert g at 2g, B at 2g + 1
   int* ks_out;                 // out: [G] sanitised K_g, what the GEMM's scheduler reads
@@ -118,6 +118,13 @@ MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 6
 // each too few registers for its accumulators.
 MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m >= 128 ? 2 : 1; }
 
+// The tiles 256 rows high support (the kernel's static check, the planner's candidates and the override check):
+// recipe (1,128,128), block_n at most 128 (a math thread holds two block_n-wide result copies and the accumulator),
+// no cluster along M. (Layouts: dense only, which the kernel and the API check.)
+MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int block_n, int cluster_m) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && block_n <= 128 && cluster_m == 1;
+}
+
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
 // kStages x [A tile | B tile | A scales | B scales], one BF16 staging buffer of 64 rows per math warpgroup (reused
 // by each of a 256-row tile's waves), the barriers.
@@ -131,8 +138,8 @@ struct GemmSmemLayout {
   int stage_pitch;
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
-  int bytes;          // from the aligned base
-  int launch_bytes;   // dynamic shared memory to request: bytes + slack for aligning the base
+  int bytes;         // from the aligned base
+  int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
 };
 
 // Bytes the TMA boxes of one stage deliver (out-of-bounds elements count too) when A's box holds a_rows rows: A's

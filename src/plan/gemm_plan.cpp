@@ -83,9 +83,9 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
   for (int cm : {1, 2}) {
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
-      if (bm == 256 && (!allow_tall || cm != 1)) continue;
       for (int bn : kBlockNs) {
-        const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn) && (bm != 256 || bn <= 128);
+        if (bm == 256 && (!allow_tall || !kernels::sm90::gemm_tall_tile_supported(recipe, bn, cm))) continue;
+        const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
         if (!supported || bn % block_n_multiple != 0) continue;
         const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
@@ -148,8 +148,11 @@ namespace {
 
 // The rules every recipe shares: tile height, K step, stages, shared memory.
 void check_common(const KernelConfig& c, int recipe) {
-  if (c.block_m == 256 && recipe != static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d)) {
-    config_fail("block_m 256 is for recipe (1,128,128) only, so far; use 64 or 128", c);
+  if (c.block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, c.block_n, c.cluster_m)) {
+    config_fail(
+        "256-row tiles need recipe (1,128,128), block_n <= 128 (two waves of accumulators per warpgroup) and "
+        "cluster_m 1, so far",
+        c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
   if (c.block_k != kernels::sm90::stage_k(recipe)) {
@@ -186,10 +189,6 @@ void check_fp8_1d1d_config(const KernelConfig& c) {
 
 void check_fp8_1d2d_config(const KernelConfig& c) {
   auto fail = [](const std::string& rule, const KernelConfig& cfg) { config_fail(rule, cfg); };
-  if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) fail("block_m must be 64, 128 or 256", c);
-  if (c.block_m == 256 && (c.block_n > 128 || c.cluster_m != 1)) {
-    fail("256-row tiles need block_n <= 128 (two waves of accumulators per warpgroup) and cluster_m 1, so far", c);
-  }
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
     fail(
         "block_n must be a multiple of 16 in [16, 192] with block_n - gcd(block_n, 128) <= 128 (a tile may touch at "

@@ -11,7 +11,10 @@
 namespace moegemm::kernels {
 namespace {
 
-void check_split(const SchedulerProblem& pair_problem, int block_m, int num_clusters) {
+// split(pair, rank) gives a CTA's half of a pair tile, half_rows x half_cols (the rows or the columns of the pair
+// halved). Every half stays inside its pair's rows and columns and stores each valid element of the pair once.
+template <typename Split>
+void check_split(const SchedulerProblem& pair_problem, int half_rows, int half_cols, int num_clusters, Split split) {
   const long long rows = flattened_rows(pair_problem);
   std::vector<int> owner(static_cast<std::size_t>(rows) * pair_problem.n, -1);
   std::vector<int> stamps(owner.size(), 0);
@@ -20,14 +23,17 @@ void check_split(const SchedulerProblem& pair_problem, int block_m, int num_clus
     TileWork pair;
     while (it.next(pair)) {
       for (int rank = 0; rank < 2; ++rank) {
-        const TileWork half = cluster_half(pair, rank, block_m);
+        const TileWork half = split(pair, rank);
         ASSERT_GE(half.row_begin, pair.row_begin);
         ASSERT_LE(half.row_limit, pair.row_limit < half.row_begin ? half.row_begin : pair.row_limit);
-        ASSERT_LE(half.row_limit - half.row_begin, block_m);
-        for (int r = half.row_begin; r < half.row_begin + block_m; ++r) {
+        ASSERT_LE(half.row_limit - half.row_begin, half_rows);
+        ASSERT_GE(half.n_begin, pair.n_begin);
+        ASSERT_LE(half.n_begin + half_cols, pair.n_begin + pair_problem.block_n);
+        for (int r = half.row_begin; r < half.row_begin + half_rows; ++r) {
           if (row_action(pair_problem, half, half.group, true, r) == RowAction::kSkip) continue;
           ASSERT_LT(r, half.row_limit);
-          for (int col = half.n_begin; col < half.n_begin + pair_problem.block_n && col < pair_problem.n; ++col) {
+          // The epilogue stores columns n_begin .. n_begin + half_cols - 1 below N.
+          for (int col = half.n_begin; col < half.n_begin + half_cols && col < pair_problem.n; ++col) {
             const std::size_t i = static_cast<std::size_t>(r) * pair_problem.n + col;
             ++stamps[i];
             owner[i] = half.group;
@@ -48,7 +54,11 @@ void check_split(const SchedulerProblem& pair_problem, int block_m, int num_clus
       }
     }
   }
-  for (std::size_t i = 0; i < owner.size(); ++i) ASSERT_EQ(stamps[i], expected[i]) << "element " << i;
+  for (std::size_t i = 0; i < owner.size(); ++i) {
+    ASSERT_EQ(stamps[i], expected[i]) << "element " << i;
+    // A dense problem has no invalid element: each is stored once.
+    if (pair_problem.kind == GroupedKind::kDense) ASSERT_EQ(stamps[i], 1) << "element " << i;
+  }
 }
 
 TEST(ClusterSplit, DenseMaskedAndGroupEndsAreCoveredExactlyOnce) {
@@ -87,14 +97,14 @@ TEST(ClusterSplit, DenseMaskedAndGroupEndsAreCoveredExactlyOnce) {
       }
     }
     p.routing = routing.empty() ? nullptr : routing.data();
-    check_split(p, block_m, 1 + static_cast<int>(rng() % 7));
+    check_split(p, block_m, p.block_n, 1 + static_cast<int>(rng() % 7),
+                [&](const TileWork& pair, int rank) { return cluster_half(pair, rank, block_m); });
     if (HasFatalFailure()) return;
   }
 }
 
 // The column split of a dense problem (A shared by two CTAs): the scheduler runs with block_n doubled and each CTA
-// takes one half of the columns. Every element of D is covered by exactly one CTA's half, whose columns stay inside
-// its pair's; a half at or past N covers nothing.
+// takes one half of the columns; a half at or past N covers nothing.
 TEST(ClusterSplit, DenseColumnHalvesCoverEveryElementOnce) {
   std::mt19937 rng(321);
   for (int trial = 0; trial < 300; ++trial) {
@@ -107,33 +117,14 @@ TEST(ClusterSplit, DenseColumnHalvesCoverEveryElementOnce) {
     p.rows = 1 + static_cast<int>(rng() % 700);
     p.k = 128;
     p.band = 1 + static_cast<int>(rng() % 16);
-    const int num_clusters = 1 + static_cast<int>(rng() % 7);
-    std::vector<int> stamps(static_cast<std::size_t>(p.rows) * p.n, 0);
-    for (int c = 0; c < num_clusters; ++c) {
-      TileIterator it(p, c, num_clusters);
-      TileWork pair;
-      while (it.next(pair)) {
-        for (int rank = 0; rank < 2; ++rank) {
-          const TileWork half = cluster_half_n(pair, rank, block_n);
-          ASSERT_EQ(half.row_begin, pair.row_begin);
-          ASSERT_EQ(half.row_limit, pair.row_limit);
-          ASSERT_GE(half.n_begin, pair.n_begin);
-          ASSERT_LE(half.n_begin + block_n, pair.n_begin + p.block_n);
-          ASSERT_EQ(half.b_row, half.n_begin);
-          for (int r = half.row_begin; r < half.row_limit; ++r) {
-            if (row_action(p, half, half.group, true, r) == RowAction::kSkip) continue;
-            // The epilogue stores columns n_begin .. n_begin + block_n - 1 below N.
-            for (int col = half.n_begin; col < half.n_begin + block_n && col < p.n; ++col) {
-              ++stamps[static_cast<std::size_t>(r) * p.n + col];
-            }
-          }
-        }
-      }
-    }
-    for (std::size_t i = 0; i < stamps.size(); ++i) {
-      ASSERT_EQ(stamps[i], 1) << "trial " << trial << " element " << i << " (n " << p.n << ", block_n " << block_n
-                              << ")";
-    }
+    check_split(p, p.block_m, block_n, 1 + static_cast<int>(rng() % 7), [&](const TileWork& pair, int rank) {
+      const TileWork half = cluster_half_n(pair, rank, block_n);
+      EXPECT_EQ(half.row_begin, pair.row_begin);
+      EXPECT_EQ(half.row_limit, pair.row_limit);
+      EXPECT_EQ(half.b_row, half.n_begin);
+      return half;
+    });
+    if (HasFatalFailure()) return;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/gpu_support.hpp"
@@ -155,6 +156,34 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Fp8DenseGpu,
                                   std::to_string(info.param.k);
                          });
 
+// A configuration override: tile, stages and cluster (the warpgroups follow from block_m).
+KernelConfig tile_config(int block_m, int block_n, int stages, int cluster_m = 1, int cluster_n = 1) {
+  KernelConfig cfg;
+  cfg.block_m = block_m;
+  cfg.block_n = block_n;
+  cfg.stages = stages;
+  cfg.math_warpgroups = math_warpgroups_for(block_m);
+  cfg.cluster_m = cluster_m;
+  cfg.cluster_n = cluster_n;
+  return cfg;
+}
+
+std::string config_name(const KernelConfig& cfg) {
+  return "bm " + std::to_string(cfg.block_m) + " bn " + std::to_string(cfg.block_n) + " cluster " +
+         std::to_string(cfg.cluster_m) + "x" + std::to_string(cfg.cluster_n);
+}
+
+// D = A B^T of a dense problem with `cfg`, into D poisoned first; D's bits into `got`.
+void run_dense_with(const Fp8Operands& ops, DeviceBuffer& d, const TensorView& dv, const KernelConfig& cfg,
+                    std::vector<std::uint16_t>& got) {
+  GemmOptions opt;
+  opt.config = &cfg;
+  d.fill_bytes(0xFF);
+  fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  got = d.download_as<std::uint16_t>(static_cast<std::size_t>(dv.shape[0]) * dv.shape[1]);
+}
+
 TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
   MOEGEMM_REQUIRE_GPU();
   const int m = 333, n = 768, k = 1024;
@@ -163,53 +192,26 @@ TEST(Fp8DenseGpu, EveryConfigurationGivesTheSameBits) {
   DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
   const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
   ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
-  std::vector<std::uint16_t> first;
+  std::vector<KernelConfig> configs;
   for (int cm : {1, 2}) {
     for (int bm : {64, 128}) {
-      for (int bn : {16, 32, 48, 64, 96, 128, 144, 160, 192}) {
-        KernelConfig cfg;
-        cfg.block_m = bm;
-        cfg.block_n = bn;
-        cfg.stages = 4;
-        cfg.math_warpgroups = math_warpgroups_for(bm);
-        cfg.cluster_m = cm;
-        GemmOptions opt;
-        opt.config = &cfg;
-        d.fill_bytes(0xFF);
-        fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
-        MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-        const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
-        expect_rows_match(got, want, n, "config sweep");
-        // Every configuration sums each 128-K block in the same order and promotes in the same order.
-        if (first.empty()) first = got;
-        EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2))
-            << "bm " << bm << " bn " << bn << " cm " << cm;
-      }
+      for (int bn : {16, 32, 48, 64, 96, 128, 144, 160, 192}) configs.push_back(tile_config(bm, bn, 4, cm));
     }
   }
   // 256-row tiles (two waves per warpgroup; block_n <= 128, 3 stages fit): 333 rows are one full and one partial
   // tile. Then pairs of CTAs sharing A along N (1x2 clusters), on 256- and 128-row tiles.
-  struct Extra {
-    int bm, bn, stages, cluster_n;
-  };
-  for (const Extra& x : {Extra{256, 16, 3, 1}, Extra{256, 32, 3, 1}, Extra{256, 48, 3, 1}, Extra{256, 64, 3, 1},
-                         Extra{256, 96, 3, 1}, Extra{256, 128, 3, 1}, Extra{256, 128, 3, 2}, Extra{256, 96, 3, 2},
-                         Extra{256, 48, 3, 2}, Extra{128, 128, 4, 2}, Extra{128, 192, 4, 2}, Extra{128, 64, 4, 2}}) {
-    KernelConfig cfg;
-    cfg.block_m = x.bm;
-    cfg.block_n = x.bn;
-    cfg.stages = x.stages;
-    cfg.math_warpgroups = math_warpgroups_for(x.bm);
-    cfg.cluster_n = x.cluster_n;
-    GemmOptions opt;
-    opt.config = &cfg;
-    d.fill_bytes(0xFF);
-    fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
-    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
-    expect_rows_match(got, want, n, "config sweep, 256-row tiles and 1x2 clusters");
-    EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2))
-        << "bm " << x.bm << " bn " << x.bn << " cn " << x.cluster_n;
+  for (int bn : {16, 32, 48, 64, 96, 128}) configs.push_back(tile_config(256, bn, 3));
+  for (int bn : {128, 96, 48}) configs.push_back(tile_config(256, bn, 3, 1, 2));
+  for (int bn : {128, 192, 64}) configs.push_back(tile_config(128, bn, 4, 1, 2));
+  std::vector<std::uint16_t> first;
+  for (const KernelConfig& cfg : configs) {
+    std::vector<std::uint16_t> got;
+    run_dense_with(ops, d, dv, cfg, got);
+    if (HasFatalFailure()) return;
+    expect_rows_match(got, want, n, ("config sweep, " + config_name(cfg)).c_str());
+    // Every configuration sums each 128-K block in the same order and promotes in the same order.
+    if (first.empty()) first = got;
+    EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << config_name(cfg);
   }
 }
 
@@ -226,20 +228,11 @@ TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
   ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
   for (int cluster_n : {1, 2}) {
     for (int bn : {128, 96, 48}) {
-      KernelConfig cfg;
-      cfg.block_m = 256;
-      cfg.block_n = bn;
-      cfg.stages = 3;
-      cfg.math_warpgroups = math_warpgroups_for(256);
-      cfg.cluster_n = cluster_n;
-      GemmOptions opt;
-      opt.config = &cfg;
-      d.fill_bytes(0xFF);
-      fp8_gemm_nt(ops.a_operand_2d(), ops.b_operand(), dv, nullptr, opt);
-      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-      expect_rows_match(
-          d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n), want, n,
-          ("256-row tiles, bn " + std::to_string(bn) + " cluster 1x" + std::to_string(cluster_n)).c_str());
+      const KernelConfig cfg = tile_config(256, bn, 3, 1, cluster_n);
+      std::vector<std::uint16_t> got;
+      run_dense_with(ops, d, dv, cfg, got);
+      if (HasFatalFailure()) return;
+      expect_rows_match(got, want, n, ("256-row tiles, " + config_name(cfg)).c_str());
       EXPECT_TRUE(d.guard_intact()) << "a write landed past the end of D";
     }
   }
@@ -256,11 +249,7 @@ TEST(Fp8MaskedGpu, TallTilesAreRejectedForGroupedLayouts) {
   cnt.upload(std::vector<int>{256, 100});
   MaskedLayout layout;
   layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
-  KernelConfig cfg;
-  cfg.block_m = 256;
-  cfg.block_n = 128;
-  cfg.stages = 3;
-  cfg.math_warpgroups = math_warpgroups_for(256);
+  const KernelConfig cfg = tile_config(256, 128, 3);
   GemmOptions opt;
   opt.config = &cfg;
   try {
@@ -293,12 +282,7 @@ TEST(Fp8ClusterGpu, MaskedAndGroupEndsWithPairTiles) {
                                           {ref::MatrixRef::row_major(db.data(), k), n * k}, counts.data());
   for (int bm : {64, 128}) {
     for (int bn : {64, 128, 192}) {
-      KernelConfig cfg;
-      cfg.block_m = bm;
-      cfg.block_n = bn;
-      cfg.stages = 4;
-      cfg.math_warpgroups = math_warpgroups_for(bm);
-      cfg.cluster_m = 2;
+      const KernelConfig cfg = tile_config(bm, bn, 4, 2);
       GemmOptions opt;
       opt.config = &cfg;
       d.fill_bytes(0xFF);
