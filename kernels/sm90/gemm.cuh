@@ -321,7 +321,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
                 "recipe (1,1,128): dense or k-grouped, no cluster, so far");
-  static_assert(!kUnscaled || kClusterM == 1, "BF16: no cluster, so far");
+  static_assert(!kUnscaled || kClusterM == 1 || (kMnMajor & 2) == 0,
+                "BF16 pairs along M: B K-major (each CTA multicasts half of B's 128-byte rows)");
   static_assert(!kAddBf16C || kKind == static_cast<int>(GroupedKind::kDense), "BF16 D with C: dense only");
   constexpr bool kMnMajorA = (kMnMajor & 1) != 0;
   constexpr bool kMnMajorB = (kMnMajor & 2) != 0;
@@ -348,9 +349,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
-  static_assert(kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 && kBlockScaledB &&
+  static_assert(kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 && (kBlockScaledB || (kUnscaled && !kMnMajorA)) &&
                                    kKind == static_cast<int>(GroupedKind::kDense) && kBlockM >= 128),
-                "A shared along N: pairs, dense, recipe (1,128,128), 128- or 256-row tiles");
+                "A shared along N: pairs, dense, recipe (1,128,128) or BF16 with A K-major, 128- or 256-row tiles");
   constexpr int kClusterSize = kClusterM * kClusterN;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
   static_assert(kClusterM == 1 || kLayout != GroupedKind::kContiguousRowToGroup, "no multicast for row-to-group");
@@ -598,43 +599,64 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               constexpr u32 kStepB = kMnMajorB ? 16 * 128 : 32;
               const u32 desc_a_lo = desc_a_lo0 + stage * (kSmem.a_bytes >> 4);
               const u32 desc_b_lo = desc_b_lo0 + stage * (kSmem.b_bytes >> 4);
-              // One wave after the other through the one accumulator, each promoted into its own result rows (as
-              // in a 128-row tile, the other warpgroup's WGMMAs keep the tensor cores busy meanwhile).
+              if constexpr (kUnscaled) {
+                // BF16 accumulates over all of K straight into each wave's result: every wave's WGMMAs go out
+                // together, one wait, and the stage is free.
 #pragma unroll
-              for (int v = 0; v < kWaves; ++v) {
-                const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
-                fence_registers(acc);
+                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < 4; ++kk) {
-                  const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
-                  const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
-                  // FP8 starts a fresh accumulator per K block (it is promoted with that block's scales); BF16
-                  // accumulates over all of K.
-                  if constexpr (kUnscaled) {
-                    wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(acc, desc_a, desc_b,
+                for (int v = 0; v < kWaves; ++v) {
+                  const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
+#pragma unroll
+                  for (int kk = 0; kk < 4; ++kk) {
+                    const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
+                    const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
+                    wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(result[v], desc_a, desc_b,
                                                                               (kb > 0 || kk > 0) ? 1 : 0);
-                  } else {
-                    wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
                   }
                 }
                 wgmma_commit();
-                fence_registers(acc);
+#pragma unroll
+                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
                 wgmma_wait<0>();
-                fence_registers(acc);
-                if (v == kWaves - 1) {
-                  if constexpr (kRowScaledB) {
-                    // B's scales live in this stage: promote before releasing it.
-                    promote_row_scaled<kBlockN>(result[0], acc, sa_lo[0], sa_hi[0],
-                                                sfb_stage_addr + stage * kSmem.sfb_bytes);
+#pragma unroll
+                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                release_stage(stage);
+                cur.advance<kStages>();
+              } else {
+                // FP8: one wave after the other through the one accumulator (a fresh one per K block, promoted
+                // with that block's scales), each promoted into its own result rows (as in a 128-row tile, the
+                // other warpgroup's WGMMAs keep the tensor cores busy meanwhile).
+#pragma unroll
+                for (int v = 0; v < kWaves; ++v) {
+                  const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
+                  fence_registers(acc);
+                  wgmma_fence();
+#pragma unroll
+                  for (int kk = 0; kk < 4; ++kk) {
+                    const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
+                    const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
+                    wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
                   }
-                  release_stage(stage);
-                  cur.advance<kStages>();
-                }
-                if constexpr (kBlockScaledB) {
-                  const PromotionScales scales{sa_lo[v] * scale_b0, sa_hi[v] * scale_b0, sa_lo[v] * scale_b1,
-                                               sa_hi[v] * scale_b1};
-                  promote<kAcc, kSplit>(result[v], acc, scales);
+                  wgmma_commit();
+                  fence_registers(acc);
+                  wgmma_wait<0>();
+                  fence_registers(acc);
+                  if (v == kWaves - 1) {
+                    if constexpr (kRowScaledB) {
+                      // B's scales live in this stage: promote before releasing it.
+                      promote_row_scaled<kBlockN>(result[0], acc, sa_lo[0], sa_hi[0],
+                                                  sfb_stage_addr + stage * kSmem.sfb_bytes);
+                    }
+                    release_stage(stage);
+                    cur.advance<kStages>();
+                  }
+                  if constexpr (kBlockScaledB) {
+                    const PromotionScales scales{sa_lo[v] * scale_b0, sa_hi[v] * scale_b0, sa_lo[v] * scale_b1,
+                                                 sa_hi[v] * scale_b1};
+                    promote<kAcc, kSplit>(result[v], acc, scales);
+                  }
                 }
               }
             }
@@ -644,13 +666,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           } else {
             dispatch_split<kBlockN>(b_scales.split, k_loop);
           }
-          if constexpr (kUnscaled) {
-            // A k-grouped expert without K stores C alone: acc still holds the previous tile's sum then.
-            if (tile_kb > 0) {
-#pragma unroll
-              for (int i = 0; i < kAcc; ++i) result[0][i] = acc[i];
-            }
-          }
+          // (BF16: a k-grouped expert without K leaves result at zero, so its tile stores C alone.)
         }
 
         if constexpr (kFp32Out) {
@@ -660,15 +676,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           continue;
         }
         // ---- epilogue: this warpgroup's 64-row waves, through shared memory, bounded by the scheduler's row_action.
-        if constexpr (kAddBf16C) {
-          add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result[0], warpgroup * 64 + row_lo,
-                              static_cast<int>(lane % 4) * 2);
-        }
         // A 256-row tile stores its two waves one after the other through the same staging buffer. (The wave is a
         // compile-time constant: a loop over waves, left rolled by the compiler, put the results in local memory.)
         auto store_wave = [&](auto wave_constant) {
           constexpr int v = decltype(wave_constant)::value;
           const int wave_row0 = v * kWaveRows + warpgroup * 64;  // this wave's first row in the tile
+          if constexpr (kAddBf16C) {
+            add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result[v], wave_row0 + row_lo,
+                                static_cast<int>(lane % 4) * 2);
+          }
           named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
           // What the store loop does with each of the warpgroup's 64 rows, decided once per row and kept in the row's
           // padding bytes of the staging buffer (after its block_n values). For row-to-group this reads the routing:

@@ -119,10 +119,14 @@ MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 6
 MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m >= 128 ? 2 : 1; }
 
 // The tiles 256 rows high support (the kernel's static check, the planner's candidates and the override check):
-// recipe (1,128,128), block_n at most 128 (a math thread holds two block_n-wide result copies and the accumulator),
-// no cluster along M. (Layouts: dense only, which the kernel and the API check.)
+// block_n at most 128 and no cluster along M, with BF16 D: recipe (1,128,128) (a math thread holds two block_n-wide
+// result rows and the accumulator) or BF16 with or without C (two block_n-wide accumulators). The FP32-output
+// epilogues store one wave. (Layouts: dense only, which the kernel and the API check.)
 MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int block_n, int cluster_m) {
-  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && block_n <= 128 && cluster_m == 1;
+  const bool bf16_out = recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) ||
+                        recipe == static_cast<int>(GemmRecipe::kBf16) ||
+                        recipe == static_cast<int>(GemmRecipe::kBf16AddC);
+  return bf16_out && block_n <= 128 && cluster_m == 1;
 }
 
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):

@@ -273,14 +273,15 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
   KernelConfig config;
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, static_cast<int>(recipe), [&](const KernelConfig& c) {
-      plan::check_bf16_config(c, recipe);
-      if ((mn_major & 2) && c.block_n % 64 != 0) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "options.config: an MN-major B needs block_n a multiple of 64, got " + c.to_string());
-      }
+      plan::check_bf16_config(c, recipe, mn_major, to_launch(p).layout);
     });
   } else {
-    config = plan::choose_bf16_config(shape_hint(p), sms, recipe, (mn_major & 2) ? 64 : 16);
+    const plan::ShapeHint hint = shape_hint(p);
+    const bool dense = p.layout == validate::Layout::kDense;
+    config = plan::choose_bf16_config(hint, sms, recipe, (mn_major & 2) ? 64 : 16, dense);
+    // Pairs sharing B where measured faster (M = 65-128, 64-row tiles at least 128 wide: the FP8 rule, measured
+    // for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md). They need a K-major B.
+    if (dense && !(mn_major & 2) && !fp32_out) config = plan::with_measured_pair_cluster(config, hint);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = static_cast<int>(recipe);
@@ -325,12 +326,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   KernelConfig config;
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) {
-      plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32);
-      if (cfg.block_n % 64 != 0) {
-        throw Error(
-            ErrorCode::kInvalidArgument,
-            "options.config: k-grouped BF16 (MN-major B) needs block_n a multiple of 64, got " + cfg.to_string());
-      }
+      plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
     });
   } else {
     config = plan::choose_bf16_config(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 64);

@@ -128,11 +128,12 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
 }
 
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
-                                int block_n_multiple) {
+                                int block_n_multiple, bool dense) {
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {
     throw Error(ErrorCode::kInternal, "choose_bf16_config: not a BF16 recipe");
   }
-  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple);
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple,
+                           /*allow_tall=*/dense);
 }
 
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
@@ -150,8 +151,8 @@ namespace {
 void check_common(const KernelConfig& c, int recipe) {
   if (c.block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, c.block_n, c.cluster_m)) {
     config_fail(
-        "256-row tiles need recipe (1,128,128), block_n <= 128 (two waves of accumulators per warpgroup) and "
-        "cluster_m 1, so far",
+        "256-row tiles need BF16 D (recipe (1,128,128) or BF16 without FP32 output), block_n <= 128 (two waves of "
+        "accumulators per warpgroup) and cluster_m 1, so far",
         c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
@@ -167,7 +168,9 @@ void check_common(const KernelConfig& c, int recipe) {
 
 }  // namespace
 
-void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe) {
+void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, int mn_major,
+                       kernels::GroupedKind layout) {
+  using kernels::GroupedKind;
   const int r = static_cast<int>(recipe);
   if (!kernels::sm90::recipe_is_bf16(r)) throw Error(ErrorCode::kInternal, "check_bf16_config: not a BF16 recipe");
   if (!kernels::sm90::gemm_block_n_supported(r, c.block_n)) {
@@ -175,7 +178,24 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe) 
                                                       : "block_n must be a multiple of 16 in [16, 192]",
                 c);
   }
-  if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("BF16 runs without clusters (1x1) so far", c);
+  const bool a_mn = (mn_major & 1) != 0, b_mn = (mn_major & 2) != 0;
+  const bool dense = layout == GroupedKind::kDense;
+  if (b_mn && c.block_n % 64 != 0) config_fail("an MN-major B needs block_n a multiple of 64 (whole 64-wide boxes)", c);
+  if (c.block_m == 256 && !dense) config_fail("256-row tiles run the dense layout only, so far", c);
+  if (c.cluster_m * c.cluster_n > 2) config_fail("clusters must be 1x1, 2x1 or 1x2", c);
+  if (c.cluster_m == 2) {
+    // Each CTA of the pair multicasts half of B's 128-byte rows; row-to-group tiles run one pass per expert
+    // present, which differs between the two CTAs; k-grouped BF16 runs without clusters.
+    if (b_mn) config_fail("a 2x1 cluster (B shared along M) needs a K-major B", c);
+    if (layout == GroupedKind::kContiguousRowToGroup || layout == GroupedKind::kKGrouped) {
+      config_fail("the row-to-group contiguous and k-grouped layouts run without clusters, so far", c);
+    }
+  }
+  if (c.cluster_n == 2) {
+    if (!dense || a_mn || c.block_m < 128) {
+      config_fail("a 1x2 cluster (A shared along N) needs the dense layout, a K-major A and block_m 128 or 256", c);
+    }
+  }
   check_common(c, r);
 }
 

@@ -35,14 +35,16 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 
 // BF16 (no scales): the same model at the BF16 rate over the tiles that kernel supports. recipe: kBf16 (BF16 D),
 // kBf16Fp32 (FP32 D) or kBf16AddC (BF16 D = C + A B^T). block_n_multiple: 64 when B is MN-major (whole 64-wide
-// TMA boxes).
+// TMA boxes). dense: 256-row tiles are candidates (BF16 D only, gemm_tall_tile_supported).
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
-                                int block_n_multiple = 16);
+                                int block_n_multiple = 16, bool dense = false);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config);
 void check_fp8_1d1d_config(const KernelConfig& config);
-void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe recipe);
+// BF16: also the rules of the operands' majors (mn_major: bit 0 A, bit 1 B MN-major) and the layout.
+void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe recipe, int mn_major,
+                       kernels::GroupedKind layout);
 
 // Dynamic shared memory a configuration launches with.
 // recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).

@@ -66,6 +66,28 @@ TEST(Fp8Plan, TallTilesForLargeDenseProblems) {
   EXPECT_LE(plan::choose_fp8_1d2d_config({4096, 576, 7168, 1}, 132, false, true).block_m, 128);
 }
 
+TEST(Bf16Plan, TallTilesWhereTheModelAndTheMeasurementAgree) {
+  using kernels::sm90::GemmRecipe;
+  // Measured (docs/results/2026-12-03-bf16-pairs-tall.md): 256x128 +13% at 4096x4096x7168, +1-2% or level on the
+  // other rows with many 128-column tiles; 21-36% slower where few tiles make their waves uneven (N = 2112, 576).
+  for (GemmRecipe r : {GemmRecipe::kBf16, GemmRecipe::kBf16AddC}) {
+    for (int nk : {0, 1, 2, 3}) {
+      const int n[] = {4096, 24576, 32768, 7168};
+      const int k[] = {7168, 1536, 512, 2048};
+      const KernelConfig c = plan::choose_bf16_config({4096, n[nk], k[nk], 1}, 132, r, 16, /*dense=*/true);
+      EXPECT_EQ(c.block_m, 256) << c.to_string();
+      EXPECT_EQ(c.block_n, 128) << c.to_string();
+      EXPECT_EQ(c.stages, 3);
+      // Grouped problems never get them.
+      EXPECT_LE(plan::choose_bf16_config({4096, n[nk], k[nk], 4}, 132, r, 16, false).block_m, 128);
+    }
+    EXPECT_LE(plan::choose_bf16_config({4096, 2112, 7168, 1}, 132, r, 16, true).block_m, 128);
+    EXPECT_LE(plan::choose_bf16_config({4096, 576, 7168, 1}, 132, r, 16, true).block_m, 128);
+  }
+  // FP32 D stores one wave per warpgroup: never 256 rows.
+  EXPECT_LE(plan::choose_bf16_config({4096, 4096, 7168, 1}, 132, GemmRecipe::kBf16Fp32, 16, true).block_m, 128);
+}
+
 TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
   // M = 128 on wide tiles: the pair shares B (measured 4-14% faster).
   for (int n : {7168, 24576}) {

@@ -55,7 +55,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   } else if (c.recipe == 1) {
     plan::check_fp8_1d1d_config(cfg);
   } else {
-    plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe));
+    plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe), c.mn_major, c.layout);
   }
   const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
@@ -112,7 +112,15 @@ INSTANTIATE_TEST_SUITE_P(
         // BF16 D = C + A B^T (dense): the widest tile (C's loads on top of 96 accumulators), MN-major operands,
         // the narrowest tile.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 4}, Case{128, 192, kernels::GroupedKind::kDense, 1, 4, 3},
-        Case{64, 128, kernels::GroupedKind::kDense, 1, 4, 1}, Case{64, 16, kernels::GroupedKind::kDense, 1, 4}),
+        Case{64, 128, kernels::GroupedKind::kDense, 1, 4, 1}, Case{64, 16, kernels::GroupedKind::kDense, 1, 4},
+        // BF16 pairs sharing B along M (dense with an MN-major A, masked, group ends, FP32 D, with C).
+        Case{128, 192, kernels::GroupedKind::kDense, 2, 2, 1}, Case{128, 128, kernels::GroupedKind::kMasked, 2, 2},
+        Case{128, 192, kernels::GroupedKind::kContiguousGroupEnds, 2, 2},
+        Case{128, 160, kernels::GroupedKind::kDense, 2, 3}, Case{64, 128, kernels::GroupedKind::kDense, 2, 4},
+        // BF16 256-row tiles (two accumulators per warpgroup): every major, with C, and A shared along N.
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 2}, Case{256, 128, kernels::GroupedKind::kDense, 1, 2, 3},
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 4}, Case{256, 64, kernels::GroupedKind::kDense, 1, 4, 1},
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 2, 2, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

@@ -91,7 +91,7 @@ TEST(Bf16StagedGpu, DenseMatchesOracleAndRepeatsBitwise) {
 }
 
 void run_masked(int groups, int cap, int n, int k, const std::vector<int>& counts, std::mt19937& rng,
-                const char* what) {
+                const char* what, const KernelConfig* config = nullptr) {
   Bf16Tensor a(static_cast<std::size_t>(groups) * cap * k, rng, 1.0f);
   Bf16Tensor b(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);
   DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2), cnt(groups * sizeof(int));
@@ -99,10 +99,12 @@ void run_masked(int groups, int cap, int n, int k, const std::vector<int>& count
   cnt.upload(counts);
   MaskedLayout layout;
   layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  GemmOptions options;
+  options.config = config;
   m_grouped_bf16_gemm_masked(TensorView::contiguous(a.device.get(), DType::kBFloat16, {groups, cap, k}),
-                                     TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
-                                     TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout,
-                                     nullptr);
+                             TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
+                             TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout, nullptr,
+                             options);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
   const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(a.values.data(), k), cap * k},
                                           {ref::MatrixRef::row_major(b.values.data(), k), n * k}, counts.data());
@@ -412,6 +414,121 @@ TEST(Bf16AddCGpu, ForcedTilesMatchTheRoundedOracle) {
   run_add_c(AddCCase{200, 400, 520, false, false, &wide}, 500, "128x192");
   run_add_c(AddCCase{200, 400, 520, false, false, &narrow}, 501, "64x16");
   run_add_c(AddCCase{200, 384, 520, true, true, &mn_b}, 502, "128x64, TT");
+}
+
+// ---- forced configurations: CTA pairs and 256-row tiles ------------------------------------------------------------
+
+KernelConfig bf16_config(int bm, int bn, int stages, int cluster_m = 1, int cluster_n = 1) {
+  KernelConfig c;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = 64;
+  c.stages = stages;
+  c.math_warpgroups = math_warpgroups_for(bm);
+  c.cluster_m = cluster_m;
+  c.cluster_n = cluster_n;
+  return c;
+}
+
+// Pairs sharing B along M (2x1) or A along N (1x2) and 256-row tiles (two accumulators per warpgroup), in every
+// form they take, on a shape that leaves partial tiles, a pair with an empty half and a partial K block: each
+// against the oracle, and bitwise equal to the planner's configuration (the same K order per element).
+TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 600, n = 392, k = 584;
+  const KernelConfig pair_m = bf16_config(128, 192, 4, 2), pair_m_narrow = bf16_config(64, 128, 6, 2),
+                     tall = bf16_config(256, 128, 3), tall_pair_n = bf16_config(256, 128, 3, 1, 2),
+                     pair_n = bf16_config(128, 128, 4, 1, 2);
+  struct Run {
+    const KernelConfig* config;
+    const char* name;
+    bool a_mn_ok, b_mn_ok;  // the majors the configuration takes
+  };
+  const Run runs[] = {{&pair_m, "128x192 2x1", true, false},  {&pair_m_narrow, "64x128 2x1", true, false},
+                      {&tall, "256x128", true, true},          {&tall_pair_n, "256x128 1x2", false, true},
+                      {&pair_n, "128x128 1x2", false, true}};
+  for (int form = 0; form < 4; ++form) {
+    const bool a_mn = form & 1, b_mn = form & 2;
+    std::mt19937 rng(700 + form);
+    Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
+    const TensorView av = a_mn ? TensorView::strided(a.device.get(), DType::kBFloat16, {m, k}, {1, m})
+                               : TensorView::contiguous(a.device.get(), DType::kBFloat16, {m, k});
+    const TensorView bv = b_mn ? TensorView::strided(b.device.get(), DType::kBFloat16, {n, k}, {1, n})
+                               : TensorView::contiguous(b.device.get(), DType::kBFloat16, {n, k});
+    const ref::MatrixRef ar =
+        a_mn ? ref::MatrixRef{a.values.data(), 1, m} : ref::MatrixRef::row_major(a.values.data(), k);
+    const ref::MatrixRef br =
+        b_mn ? ref::MatrixRef{b.values.data(), 1, n} : ref::MatrixRef::row_major(b.values.data(), k);
+    const ref::GroupedResult want{ref::gemm(m, n, k, ar, br), std::vector<std::uint8_t>(m, 1)};
+    DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
+    const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
+    auto run = [&](const KernelConfig* config) {
+      GemmOptions options;
+      options.config = config;
+      d.fill_bytes(0xFF);
+      bf16_gemm(av, bv, dv, nullptr, nullptr, options);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      return d.download_as<std::uint16_t>(static_cast<std::size_t>(m) * n);
+    };
+    const auto planned = run(nullptr);
+    for (const Run& r : runs) {
+      if ((a_mn && !r.a_mn_ok) || (b_mn && !r.b_mn_ok)) continue;
+      const std::string what = std::string(r.name) + ", form " + std::to_string(form);
+      const auto got = run(r.config);
+      expect_rows(got, want, n, what.c_str());
+      EXPECT_EQ(0, std::memcmp(planned.data(), got.data(), got.size() * 2)) << what << ": differs from the planner's";
+    }
+    EXPECT_TRUE(d.guard_intact());
+  }
+}
+
+// The forms the pairs and tall tiles reject, with the rule in the message, before any launch.
+TEST(Bf16ForcedConfigsGpu, UnsupportedPairsAndTallTilesAreRejected) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 256, n = 256, k = 128;
+  DeviceBuffer a(m * k * 2), b(n * k * 2), d(m * n * 4);
+  const TensorView a_k = TensorView::contiguous(a.get(), DType::kBFloat16, {m, k});
+  const TensorView a_mn = TensorView::strided(a.get(), DType::kBFloat16, {m, k}, {1, m});
+  const TensorView b_k = TensorView::contiguous(b.get(), DType::kBFloat16, {n, k});
+  const TensorView b_mn = TensorView::strided(b.get(), DType::kBFloat16, {n, k}, {1, n});
+  const TensorView d16 = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
+  const TensorView d32 = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
+  auto message = [&](const TensorView& av, const TensorView& bv, const TensorView& dv, const KernelConfig& c) {
+    GemmOptions options;
+    options.config = &c;
+    try {
+      bf16_gemm(av, bv, dv, nullptr, nullptr, options);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(a_k, b_mn, d16, bf16_config(128, 128, 4, 2)).find("K-major B"), std::string::npos);
+  EXPECT_NE(message(a_mn, b_k, d16, bf16_config(128, 128, 4, 1, 2)).find("K-major A"), std::string::npos);
+  EXPECT_NE(message(a_k, b_k, d32, bf16_config(256, 128, 3)).find("256-row tiles"), std::string::npos);
+  EXPECT_NE(message(a_k, b_k, d16, bf16_config(256, 192, 3)).find("256-row tiles"), std::string::npos);
+}
+
+// C's loads per wave of a 256-row tile, and C through a pair of CTAs.
+TEST(Bf16ForcedConfigsGpu, TallTilesAndPairsWithCMatchTheRoundedOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig tall = bf16_config(256, 128, 3), pair_m = bf16_config(128, 192, 4, 2);
+  run_add_c(AddCCase{600, 392, 584, false, false, &tall}, 800, "256x128");
+  run_add_c(AddCCase{600, 384, 584, true, true, &tall}, 801, "256x128, TT");
+  run_add_c(AddCCase{600, 392, 584, false, false, &pair_m}, 802, "128x192 2x1");
+}
+
+// Masked slabs through CTA pairs: capacities below, at and past a pair tile, and the anchor's failure case.
+TEST(Bf16ForcedConfigsGpu, MaskedPairsStayInsideTheirGroup) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig pair_m = bf16_config(128, 128, 4, 2), pair_m_narrow = bf16_config(64, 64, 8, 2);
+  std::mt19937 rng(9);
+  run_masked(8, 32, 256, 256, {0, 1, 16, 31, 32, 1, 32, 32}, rng, "8 groups x 32, 64x64 2x1", &pair_m_narrow);
+  for (int cap : {1, 129, 257, 300}) {
+    run_masked(4, cap, 256, 320, {cap, cap - 1 > 0 ? cap - 1 : 0, 0, cap / 2 + 1}, rng,
+               ("capacity " + std::to_string(cap) + ", 128x128 2x1").c_str(), &pair_m);
+  }
 }
 
 }  // namespace
