@@ -340,12 +340,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(!kKGrouped || kKGroupedFp8 || (kUnscaled && kFp32Out && kMnMajor == 3 && kClusterM == 1),
                 "k-grouped: BF16 with FP32 D and MN-major A and B, or FP8 (1,1,128); no cluster, so far");
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
-  constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe);
+  // Dense BF16 D in whole 64-column boxes: D leaves through TMA stores (gemm_tma_store).
+  constexpr bool kTmaStore = gemm_tma_store(kRecipe, kKind, kBlockN);
+  constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
   constexpr int kWaveRows = 64 * kMathWGs;
   constexpr int kWaves = kBlockM / kWaveRows;
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
+  static_assert(kWaves == gemm_waves(kBlockM), "the shared-memory layout sizes the staging by gemm_waves");
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
@@ -376,6 +379,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     tma_prefetch_descriptor(&params.tma_b);
     if constexpr (!kUnscaled) tma_prefetch_descriptor(&params.tma_sfa);
     if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
+    if constexpr (kTmaStore) tma_prefetch_descriptor(&params.tma_d);
     for (int s = 0; s < kStages; ++s) {
       // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
       mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
@@ -685,6 +689,43 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result[v], wave_row0 + row_lo,
                                 static_cast<int>(lane % 4) * 2);
           }
+          if constexpr (kTmaStore) {
+            // This wave's own buffer: the copy engine must have read what it was given from it a tile ago (the
+            // kWaves - 1 stores committed since then may still be reading theirs).
+            // One thread of the warpgroup, always the same one (bulk groups are per thread), tracks the stores:
+            // lane 0 of its first warp, elected inside a warp-uniform branch (a branch on the thread index made
+            // the compiler build the K loop's WGMMA descriptors in vector registers: 16 R2UR per K block).
+            const u32 buf = d_stage_addr + v * (64 * kBlockN * 2);
+            const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+            if (store_warp) {
+              if (elect_one()) bulk_wait_group_read<kWaves - 1>();
+              __syncwarp();
+            }
+            named_barrier_sync(1 + warpgroup, 128);
+            // Swizzled 64-column boxes (tma_staging_offset): conflict-free 4-byte writes.
+#pragma unroll
+            for (int i = 0; i < kAcc; i += 2) {
+              const int row = row_lo + ((i >> 1) & 1) * 8;
+              const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
+              store_shared_u32(buf + static_cast<u32>(tma_staging_offset(row, col)),
+                               pack_bf16x2(result[v][i], result[v][i + 1]));
+            }
+            fence_proxy_async_shared();  // the writes, before the copy engine reads them
+            named_barrier_sync(1 + warpgroup, 128);
+            if (store_warp) {
+              // Rows past M and columns past N are outside the descriptor's extents: not written.
+              const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(w.row_begin + wave_row0);
+              if (elect_one()) {
+#pragma unroll
+                for (int b = 0; b < kBlockN / 64; ++b) {
+                  tma_store_2d(&params.tma_d, buf + b * (64 * 128), n0 + 64 * b, r0);
+                }
+                bulk_commit_group();
+              }
+              __syncwarp();
+            }
+            return;
+          }
           named_barrier_sync(1 + warpgroup, 128);  // the previous pass's reads of the staging buffer are done
           // What the store loop does with each of the warpgroup's 64 rows, decided once per row and kept in the row's
           // padding bytes of the staging buffer (after its block_n values). For row-to-group this reads the routing:
@@ -726,6 +767,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         if constexpr (kWaves > 1) store_wave(IntConstant<1>{});
         if (!passes.advance(prob, w)) break;
       }
+    }
+    // The copy engine reads the staging buffers until its stores complete: none may be pending at exit.
+    if constexpr (kTmaStore) {
+      if (threadIdx.x % 128 == 0) bulk_wait_group<0>();  // the thread that committed them
     }
   }  // consumers
   // No CTA may exit while its peer can still arrive on its barriers or multicast into its shared memory.

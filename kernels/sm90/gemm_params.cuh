@@ -65,6 +65,8 @@ struct GemmParams {
   const TmaDescriptor* kgrouped_tma;
   // Bytes TMA delivers per stage: gemm_stage_tx_bytes() of the rows A's box holds (block_m, or fewer: a_box_rows()).
   unsigned tx_bytes;
+  // Kernels that store D through TMA (gemm_tma_store): bf16 [M, N] with row stride ldd, box {64, 64}, 128B swizzle.
+  TmaDescriptor tma_d;
 };
 
 // Parameters of the k-grouped FP8 descriptor step (sm90/kgrouped_descriptors.cuh).
@@ -129,16 +131,42 @@ MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int block_n, int 
   return bf16_out && block_n <= 128 && cluster_m == 1;
 }
 
+// Kernels whose epilogue stores D through TMA: the dense layout with BF16 D (recipe (1,128,128), BF16 with or
+// without C) on tiles of whole 64-column boxes. A warpgroup writes its 64-row wave into a 128B-swizzled staging
+// buffer (conflict-free 4-byte writes), and one thread hands it to the copy engine: the warps go on to the next
+// tile while D drains, instead of waiting in their own stores when D's writes outrun memory (short-K shapes, where
+// D is as many bytes as the operands). Grouped layouts keep the per-row bounded stores (row_action).
+MOEGEMM_HD constexpr bool gemm_tma_store(int recipe, int kind, int block_n) {
+  const bool bf16_out = recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) ||
+                        recipe == static_cast<int>(GemmRecipe::kBf16) ||
+                        recipe == static_cast<int>(GemmRecipe::kBf16AddC);
+  return bf16_out && kind == static_cast<int>(GroupedKind::kDense) && block_n % 64 == 0;
+}
+
+// Byte offset of D element (row, col) of a 64-row wave in its TMA staging buffer: 64-column boxes of 64 rows x 128
+// bytes, whose 16-byte chunks are 128B-swizzled (chunk c of row r sits at c ^ (r % 8)), as the descriptor's box
+// expects. A warp's quads write 8 rows at once: the 8 rows land in 8 different chunks, so 4-byte writes of a
+// warp hit 32 different banks (tests/cpu/test_stage_bytes.cpp checks both).
+MOEGEMM_HD constexpr int tma_staging_offset(int row, int col) {
+  return (col / 64) * (64 * 128) + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
+}
+
+// 64-row WGMMA waves per math warpgroup: two for 256-row tiles, else one.
+MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_math_warpgroups(block_m)); }
+
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
-// kStages x [A tile | B tile | A scales | B scales], one BF16 staging buffer of 64 rows per math warpgroup (reused
-// by each of a 256-row tile's waves), the barriers.
+// kStages x [A tile | B tile | A scales | B scales], the BF16 staging of D, the barriers. Staging per math
+// warpgroup: with bounded stores one padded 64-row buffer (reused by each of a 256-row tile's waves); with TMA
+// stores (tma_store = gemm_tma_store(...)) one swizzled 64-row buffer per wave, 1024-byte aligned, so that a
+// wave's buffer is next overwritten a whole tile later.
 struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
   // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) with 128-row tiles the one or
   // two 128x128-block scales of the tile's columns at this K block (two floats, cp.async); otherwise none.
   int sfb_bytes;
-  // Bytes per staged D row: +16 keeps the quad-wise writes bank-conflict free; the epilogue keeps the row's store
-  // decision (RowAction) in those 16 bytes.
+  // Bytes per staged D row. Bounded stores: +16 keeps the quad-wise writes bank-conflict free, and the epilogue
+  // keeps the row's store decision (RowAction) in those 16 bytes. TMA stores: block_n * 2, in 64-column boxes of
+  // 64 rows x 128 bytes (the swizzle, not padding, spreads the writes over the banks).
   int stage_pitch;
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
@@ -169,7 +197,8 @@ MOEGEMM_HD constexpr int a_box_rows(long long a_rows, int block_m, bool k_major_
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
 // with each stage; recipe (1,128,128) with 128-row tiles gets the stage's B block scales by cp.async (not counted in
 // gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
-MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0) {
+MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
+                                                     bool tma_store = false) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
   const bool fp32_out = recipe_has_fp32_out(recipe);
@@ -178,13 +207,13 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
   l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe) ? 16 : 0;
-  l.stage_pitch = fp32_out ? 0 : block_n * 2 + 16;
-  l.d_bytes_per_wg = 64 * l.stage_pitch;
+  l.stage_pitch = fp32_out ? 0 : tma_store ? block_n * 2 : block_n * 2 + 16;
+  l.d_bytes_per_wg = 64 * l.stage_pitch * (tma_store ? gemm_waves(block_m) : 1);
   l.a_offset = 0;
   l.b_offset = l.a_offset + stages * l.a_bytes;
   l.sfa_offset = l.b_offset + stages * l.b_bytes;
   l.sfb_offset = l.sfa_offset + stages * l.sfa_bytes;
-  l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, 128);
+  l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, tma_store ? 1024 : 128);
   l.barrier_offset = align_up(l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   l.launch_bytes = l.bytes + 1024;

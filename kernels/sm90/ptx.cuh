@@ -124,6 +124,26 @@ MOEGEMM_DEVICE void tma_load_3d_multicast(u32 dst, const TmaDescriptor* desc, u3
       : "memory");
 }
 
+// TMA store: shared memory (one box, laid out as the descriptor's swizzle says) to global memory, asynchronously.
+// Elements outside the tensor's extents are not written. Completion is tracked per thread by bulk groups: commit
+// after the stores of a batch, then wait until at most N batches are still reading shared memory (.read: the
+// source may be overwritten) or still writing (all: the writes are performed).
+MOEGEMM_DEVICE void tma_store_2d(const TmaDescriptor* desc, u32 src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<u64>(desc)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+MOEGEMM_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int kPending>
+MOEGEMM_DEVICE void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
+}
+template <int kPending>
+MOEGEMM_DEVICE void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
 // ---- Clusters -----------------------------------------------------------------------------------------------------
 MOEGEMM_DEVICE u32 cluster_cta_rank() {
   u32 r;

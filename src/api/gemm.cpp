@@ -36,12 +36,14 @@ bool resolve_pdl(int requested) { return requested < 0 ? get_pdl() : requested !
 
 // The caller's configuration override, checked by `check` and completed (warpgroups, SMs, shared memory).
 template <typename Check>
-KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe, Check check) {
+KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe, kernels::GroupedKind layout,
+                              Check check) {
   KernelConfig config = requested;
   check(config);
   config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(config.block_m);
   config.num_sms = sms;
-  config.smem_bytes = plan::gemm_smem_bytes(config, recipe);
+  config.smem_bytes = plan::gemm_smem_bytes(
+      config, recipe, kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), config.block_n));
   return config;
 }
 
@@ -106,24 +108,9 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   const int sms = resolve_num_sms(p.max_sms);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, 0, [&](const KernelConfig& c) {
-      plan::check_fp8_1d2d_config(c);
-      if (c.cluster_n > 1 && p.layout != validate::Layout::kDense) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "options.config: a 1x2 cluster (A shared along N) runs the dense layout only, so far, got " +
-                        c.to_string());
-      }
-      if (c.block_m == 256 && p.layout != validate::Layout::kDense) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "options.config: 256-row tiles run the dense layout only, so far (block_m 64 or 128), got " +
-                        c.to_string());
-      }
-      if (c.cluster_m > 1 && p.layout == validate::Layout::kContiguousRowToGroup) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "options.config: the row-to-group contiguous layout runs without clusters (cluster_m = 1), got " +
-                        c.to_string());
-      }
-    });
+    const kernels::GroupedKind layout = to_launch(p).layout;
+    config = checked_override(*p.config, sms, 0, layout,
+                              [&](const KernelConfig& c) { plan::check_fp8_1d2d_config(c, layout); });
   } else {
     // Clusters are opt-in (options.config) except where measured faster: slower than the same tiles without a
     // cluster on most shapes (docs/heuristics.md).
@@ -160,7 +147,7 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
   KernelConfig config;
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d),
-                              [](const KernelConfig& c) { plan::check_fp8_1d1d_config(c); });
+                              kernels::GroupedKind::kDense, [](const KernelConfig& c) { plan::check_fp8_1d1d_config(c); });
   } else {
     config = plan::choose_fp8_1d1d_config(shape_hint(p), sms);
   }
@@ -246,7 +233,8 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
   KernelConfig config;
   if (p.config != nullptr) {
     config =
-        checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) { plan::check_fp8_1d1d_config(cfg); });
+        checked_override(*p.config, sms, kRecipe, kernels::GroupedKind::kKGrouped,
+                         [](const KernelConfig& cfg) { plan::check_fp8_1d1d_config(cfg); });
   } else {
     config = plan::choose_fp8_1d1d_config(kgrouped_hint(p), sms);
   }
@@ -272,8 +260,9 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
   const GemmRecipe recipe = fp32_out ? GemmRecipe::kBf16Fp32 : p.has_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, static_cast<int>(recipe), [&](const KernelConfig& c) {
-      plan::check_bf16_config(c, recipe, mn_major, to_launch(p).layout);
+    const kernels::GroupedKind layout = to_launch(p).layout;
+    config = checked_override(*p.config, sms, static_cast<int>(recipe), layout, [&](const KernelConfig& c) {
+      plan::check_bf16_config(c, recipe, mn_major, layout);
     });
   } else {
     const plan::ShapeHint hint = shape_hint(p);
@@ -325,7 +314,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, kRecipe, [](const KernelConfig& cfg) {
+    config = checked_override(*p.config, sms, kRecipe, kernels::GroupedKind::kKGrouped, [](const KernelConfig& cfg) {
       plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
     });
   } else {

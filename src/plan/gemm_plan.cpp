@@ -31,17 +31,17 @@ constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
 
-int gemm_max_stages(int block_m, int block_n, int recipe) {
+int gemm_max_stages(int block_m, int block_n, int recipe, bool tma_store) {
   int stages = 1;
-  while (stages < kStageCap &&
-         kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe).launch_bytes <= kMaxSmemBytes) {
+  while (stages < kStageCap && kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store)
+                                       .launch_bytes <= kMaxSmemBytes) {
     ++stages;
   }
   return stages;
 }
 
-int gemm_smem_bytes(const KernelConfig& c, int recipe) {
-  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe).launch_bytes;
+int gemm_smem_bytes(const KernelConfig& c, int recipe, bool tma_store) {
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store).launch_bytes;
 }
 
 double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
@@ -73,9 +73,10 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
 
 namespace {
 
-// allow_tall: 256-row tiles are candidates (recipe (1,128,128), dense layout, block_n <= 128).
+// dense: the dense layout, where 256-row tiles are candidates (gemm_tall_tile_supported) and D may leave through
+// TMA stores (gemm_tma_store: a different shared-memory layout, so different stage counts).
 KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cluster, int recipe,
-                               int block_n_multiple = 16, bool allow_tall = false) {
+                               int block_n_multiple = 16, bool dense = false) {
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -84,7 +85,7 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
       for (int bn : kBlockNs) {
-        if (bm == 256 && (!allow_tall || !kernels::sm90::gemm_tall_tile_supported(recipe, bn, cm))) continue;
+        if (bm == 256 && (!dense || !kernels::sm90::gemm_tall_tile_supported(recipe, bn, cm))) continue;
         const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
         if (!supported || bn % block_n_multiple != 0) continue;
         const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
@@ -103,10 +104,12 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
   }
   best.block_k = kernels::sm90::stage_k(recipe);
   best.math_warpgroups = kernels::sm90::gemm_math_warpgroups(best.block_m);
-  best.stages = gemm_max_stages(best.block_m, best.block_n, recipe);
+  const bool tma_store = dense && kernels::sm90::gemm_tma_store(
+                                      recipe, static_cast<int>(kernels::GroupedKind::kDense), best.block_n);
+  best.stages = gemm_max_stages(best.block_m, best.block_n, recipe, tma_store);
   best.cluster_n = 1;
   best.num_sms = num_sms;
-  best.smem_bytes = gemm_smem_bytes(best, recipe);
+  best.smem_bytes = gemm_smem_bytes(best, recipe, tma_store);
   return best;
 }
 
@@ -132,8 +135,7 @@ KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm9
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {
     throw Error(ErrorCode::kInternal, "choose_bf16_config: not a BF16 recipe");
   }
-  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple,
-                           /*allow_tall=*/dense);
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple, dense);
 }
 
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
@@ -147,8 +149,8 @@ namespace {
   throw Error(ErrorCode::kInvalidArgument, "options.config: " + rule + ", got " + cfg.to_string());
 }
 
-// The rules every recipe shares: tile height, K step, stages, shared memory.
-void check_common(const KernelConfig& c, int recipe) {
+// The rules every recipe shares: tile height, K step, stages, shared memory (laid out for the layout's epilogue).
+void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
   if (c.block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, c.block_n, c.cluster_m)) {
     config_fail(
         "256-row tiles need BF16 D (recipe (1,128,128) or BF16 without FP32 output), block_n <= 128 (two waves of "
@@ -160,7 +162,8 @@ void check_common(const KernelConfig& c, int recipe) {
     config_fail("block_k must be " + std::to_string(kernels::sm90::stage_k(recipe)) + " (128 bytes of K per stage)", c);
   }
   if (c.stages < 2) config_fail("stages must be at least 2", c);
-  if (gemm_smem_bytes(c, recipe) > kMaxSmemBytes) {
+  if (gemm_smem_bytes(c, recipe, kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n)) >
+      kMaxSmemBytes) {
     config_fail(
         "the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)", c);
   }
@@ -196,7 +199,7 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, 
       config_fail("a 1x2 cluster (A shared along N) needs the dense layout, a K-major A and block_m 128 or 256", c);
     }
   }
-  check_common(c, r);
+  check_common(c, r, layout);
 }
 
 void check_fp8_1d1d_config(const KernelConfig& c) {
@@ -204,10 +207,10 @@ void check_fp8_1d1d_config(const KernelConfig& c) {
     config_fail("block_n must be a multiple of 16 in [16, 160] for recipe (1,1,128)", c);
   }
   if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("recipe (1,1,128) runs without clusters (1x1)", c);
-  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
+  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), kernels::GroupedKind::kDense);
 }
 
-void check_fp8_1d2d_config(const KernelConfig& c) {
+void check_fp8_1d2d_config(const KernelConfig& c, kernels::GroupedKind layout) {
   auto fail = [](const std::string& rule, const KernelConfig& cfg) { config_fail(rule, cfg); };
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
     fail(
@@ -223,7 +226,16 @@ void check_fp8_1d2d_config(const KernelConfig& c) {
     fail("clusters must be 1x1, 2x1 (two CTAs along M sharing B) or 1x2 (two CTAs along N sharing A)", c);
   }
   if (pair_along_n && c.block_m < 128) fail("a 1x2 cluster (A shared along N) needs block_m 128 or 256", c);
-  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d));
+  if (pair_along_n && layout != kernels::GroupedKind::kDense) {
+    fail("a 1x2 cluster (A shared along N) runs the dense layout only, so far", c);
+  }
+  if (c.block_m == 256 && layout != kernels::GroupedKind::kDense) {
+    fail("256-row tiles run the dense layout only, so far (block_m 64 or 128)", c);
+  }
+  if (pair_along_m && layout == kernels::GroupedKind::kContiguousRowToGroup) {
+    fail("the row-to-group contiguous layout runs without clusters (cluster_m = 1)", c);
+  }
+  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
 }
 
 }  // namespace moegemm::plan

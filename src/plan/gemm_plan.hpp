@@ -40,7 +40,7 @@ KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm9
                                 int block_n_multiple = 16, bool dense = false);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
-void check_fp8_1d2d_config(const KernelConfig& config);
+void check_fp8_1d2d_config(const KernelConfig& config, kernels::GroupedKind layout);
 void check_fp8_1d1d_config(const KernelConfig& config);
 // BF16: also the rules of the operands' majors (mn_major: bit 0 A, bit 1 B MN-major) and the layout.
 void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe recipe, int mn_major,
@@ -48,10 +48,11 @@ void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe rec
 
 // Dynamic shared memory a configuration launches with.
 // recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).
-int gemm_smem_bytes(const KernelConfig& config, int recipe = 0);
+// tma_store: the kernel stores D through TMA (kernels::sm90::gemm_tma_store of the recipe, layout and block_n).
+int gemm_smem_bytes(const KernelConfig& config, int recipe = 0, bool tma_store = false);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
-int gemm_max_stages(int block_m, int block_n, int recipe = 0);
+int gemm_max_stages(int block_m, int block_n, int recipe = 0, bool tma_store = false);
 
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
 double gemm_modelled_us(const ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms, int recipe = 0);

@@ -22,11 +22,14 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
             for (bool dense : {false, true}) {
               if (dense && groups != 1) continue;
               const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, dense);
-              EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c)) << c.to_string();
+              const auto layout = dense ? kernels::GroupedKind::kDense : kernels::GroupedKind::kMasked;
+              EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c, layout)) << c.to_string();
               EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
               EXPECT_EQ(c.num_sms, sms);
               EXPECT_EQ(c.math_warpgroups, math_warpgroups_for(c.block_m));
-              EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c));
+              EXPECT_EQ(c.smem_bytes,
+                        plan::gemm_smem_bytes(c, 0, kernels::sm90::gemm_tma_store(0, static_cast<int>(layout),
+                                                                                    c.block_n)));
               EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
               EXPECT_GE(c.stages, 3) << c.to_string();
               if (!dense) EXPECT_LE(c.block_m, 128) << "256-row tiles are for the dense layout only";
@@ -95,7 +98,7 @@ TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
     const KernelConfig c = plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(hint, 132), hint);
     if (c.block_m == 64 && c.block_n >= 128) {
       EXPECT_EQ(c.cluster_m, 2) << c.to_string();
-      EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c));
+      EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense));
     } else {
       EXPECT_EQ(c.cluster_m, 1) << c.to_string();
     }
@@ -119,15 +122,15 @@ TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
 TEST(Fp8Plan, OverridesAreChecked) {
   KernelConfig c;
   c.block_m = 96;
-  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
   c = KernelConfig{};
   c.block_n = 176;  // would touch three scale blocks at some offsets
-  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
   c = KernelConfig{};
   c.block_n = 192;
   c.stages = 8;  // does not fit in shared memory
   try {
-    plan::check_fp8_1d2d_config(c);
+    plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense);
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -137,22 +140,22 @@ TEST(Fp8Plan, OverridesAreChecked) {
   // A 1x2 cluster (A shared along N) needs 128- or 256-row tiles; 2x2 is not a pair.
   c = KernelConfig{};
   c.cluster_n = 2;
-  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c));
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense));
   c.block_m = 256;
   c.stages = 3;
-  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c));
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense));
   c.block_m = 64;
   c.math_warpgroups = 1;
-  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
   c = KernelConfig{};
   c.cluster_m = 2;
   c.cluster_n = 2;
-  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
   c = KernelConfig{};
   c.block_m = 256;
   c.stages = 3;
   c.cluster_m = 2;  // 256-row tiles share A, not B, so far
-  EXPECT_THROW(plan::check_fp8_1d2d_config(c), Error);
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
 }
 
 TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {

@@ -46,12 +46,13 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = math_warpgroups_for(c.block_m);
-  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe);
+  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe,
+                                     kernels::sm90::gemm_tma_store(c.recipe, static_cast<int>(c.layout), c.block_n));
   cfg.cluster_m = c.cluster_m;
   cfg.cluster_n = c.cluster_n;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
   if (c.recipe == 0) {
-    plan::check_fp8_1d2d_config(cfg);
+    plan::check_fp8_1d2d_config(cfg, c.layout);
   } else if (c.recipe == 1) {
     plan::check_fp8_1d1d_config(cfg);
   } else {

@@ -3,6 +3,8 @@
 // many) or lets it read a stage before it landed (too few), so the count must match the tiles and scales a stage holds.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "sm90/gemm_params.cuh"
 
 namespace moegemm {
@@ -50,6 +52,54 @@ TEST(StageBytes, ShortABoxCoversEveryRowOfA) {
   EXPECT_EQ(a_box_rows(1, 64, true, 1), 8);
   EXPECT_EQ(a_box_rows(17, 64, true, 1), 24);
   EXPECT_EQ(a_box_rows(100, 128, true, 1), 104);
+}
+
+// The TMA-store staging (gemm_tma_store): per math warpgroup one buffer per wave, 1024-byte aligned (the 128-byte
+// swizzle's atom), between the stages and the barriers; tma_staging_offset maps a wave's elements one to one onto
+// its buffer, and each of a warp's 4-byte writes (the accumulator layout: lane / 4 picks the row, lane % 4 the
+// column pair) touches 32 different banks.
+TEST(StageBytes, TmaStoreStagingIsAlignedDisjointAndConflictFree) {
+  using kernels::sm90::gemm_smem_layout;
+  for (int block_m : {64, 128, 256}) {
+    for (int block_n : {64, 128, 192}) {
+      for (int recipe : {0, 2, 4}) {
+        if (!kernels::sm90::gemm_tma_store(recipe, 0, block_n)) continue;
+        if (block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, block_n, 1)) continue;
+        const auto l = gemm_smem_layout(block_m, block_n, 3, recipe, true);
+        const int waves = kernels::sm90::gemm_waves(block_m);
+        EXPECT_EQ(l.d_offset % 1024, 0);
+        EXPECT_EQ(l.d_bytes_per_wg, waves * 64 * block_n * 2);
+        EXPECT_GE(l.d_offset, l.sfb_offset + 3 * l.sfb_bytes);
+        EXPECT_LE(l.d_offset + kernels::sm90::gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, l.barrier_offset);
+      }
+    }
+  }
+  for (int block_n : {64, 128, 192}) {
+    std::vector<int> hits(64 * block_n * 2, 0);
+    for (int row = 0; row < 64; ++row) {
+      for (int col = 0; col < block_n; col += 2) {
+        const int off = kernels::sm90::tma_staging_offset(row, col);
+        ASSERT_GE(off, 0);
+        ASSERT_LT(off + 3, 64 * block_n * 2);
+        for (int b = 0; b < 4; ++b) ++hits[off + b];
+        // Unswizzled, the pair sits in box col / 64 at row * 128 + (col % 64) * 2: the same 16-byte row segment.
+        EXPECT_EQ(off / 128, (col / 64) * 64 + row);
+      }
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << "block_n " << block_n;
+    for (int warp = 0; warp < 4; ++warp) {
+      for (int half = 0; half < 2; ++half) {
+        for (int group = 0; group < block_n / 8; ++group) {
+          unsigned banks = 0;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int row = warp * 16 + lane / 4 + half * 8, col = group * 8 + (lane % 4) * 2;
+            banks |= 1u << ((kernels::sm90::tma_staging_offset(row, col) / 4) % 32);
+          }
+          EXPECT_EQ(banks, 0xffffffffu) << "block_n " << block_n << " warp " << warp << " group " << group;
+        }
+      }
+    }
+  }
 }
 
 TEST(StageBytes, MaskedMnMajorAndClustersKeepTheTileHeight) {
