@@ -89,8 +89,12 @@ else
   grep -E '^\s*[0-9]+ - ' "$RESULTS_DIR/ctest.log" | tee -a "$RESULTS_DIR/summary.txt"
 fi
 if [ "$TESTS" = ON ]; then
-  SKIPPED="$(grep -c 'Skipped' "$RESULTS_DIR/ctest.log" || true)"
-  [ "$SKIPPED" != 0 ] && say "ctest: $SKIPPED tests skipped (see ctest.log for why)"
+  # CTest lists each skipped test twice (its progress line and the closing list): count the closing list only.
+  SKIPPED="$(grep -cE '^\s*[0-9]+ - .*\(Skipped\)' "$RESULTS_DIR/ctest.log" || true)"
+  if [ "$SKIPPED" != 0 ]; then
+    say "ctest: $SKIPPED tests skipped (reasons in ctest.log):"
+    grep -E '^\s*[0-9]+ - .*\(Skipped\)' "$RESULTS_DIR/ctest.log" | tee -a "$RESULTS_DIR/summary.txt"
+  fi
 fi
 
 # ---- Benchmarks ---------------------------------------------------------------------------------------------------
