@@ -82,7 +82,9 @@ void m_grouped_bf16_gemm_masked(const TensorView& a, const TensorView& b, const 
 void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const TensorView& d, const TensorView* c,
                             const KGroupedLayout& layout, Stream stream, const GemmOptions& options = {});
 
-// What the planner picks for a dense FP8 shape (for printing and tests; launches nothing).
+// What the planner picks for an FP8 (1,128,128) shape (for printing and tests; launches nothing): dense when
+// num_groups is 1, else the m-grouped group-ends and masked layouts with expected_m rows per expert (the
+// row-to-group form never gets 256-row tiles and may get a different stage count: docs/heuristics.md).
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0);
 
 // ---- Warm-up ---------------------------------------------------------------------------------------------------

@@ -315,9 +315,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 256, "block_m must be 64, 128 or 256");
-  static_assert(kBlockM != 256 || (gemm_tall_tile_supported(kRecipe, kBlockN, kClusterM) &&
-                                   kKind == static_cast<int>(GroupedKind::kDense)),
-                "256-row tiles: see gemm_tall_tile_supported (sm90/gemm_params.cuh), dense only so far");
+  static_assert(kBlockM != 256 || gemm_tall_tile_supported(kRecipe, kKind, kBlockN, kClusterM),
+                "256-row tiles: see gemm_tall_tile_supported (sm90/gemm_params.cuh)");
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
                 "recipe (1,1,128): dense or k-grouped, no cluster, so far");
@@ -340,7 +339,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(!kKGrouped || kKGroupedFp8 || (kUnscaled && kFp32Out && kMnMajor == 3 && kClusterM == 1),
                 "k-grouped: BF16 with FP32 D and MN-major A and B, or FP8 (1,1,128); no cluster, so far");
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
-  // Dense BF16 D in whole 64-column boxes: D leaves through TMA stores (gemm_tma_store).
+  // BF16 D in whole 64-column boxes, row-limited tiles: D leaves through TMA stores (gemm_tma_store).
   constexpr bool kTmaStore = gemm_tma_store(kRecipe, kKind, kBlockN);
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
@@ -712,17 +711,44 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             }
             fence_proxy_async_shared();  // the writes, before the copy engine reads them
             named_barrier_sync(1 + warpgroup, 128);
-            if (store_warp) {
-              // Rows past M and columns past N are outside the descriptor's extents: not written.
-              const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(w.row_begin + wave_row0);
-              if (elect_one()) {
+            // Rows of this wave the tile may store: the copy engine bounds them by D's extents (M, N; masked: the
+            // capacity), which is the row limit of a dense tile but not of a grouped one.
+            const int wave_first_row = warp_uniform(w.row_begin + wave_row0);
+            const int wave_rows = kLayout == GroupedKind::kDense ? 64 : warp_uniform(w.row_limit) - wave_first_row;
+            if (wave_rows >= 64) {
+              if (store_warp) {
+                // (Whole-warp shuffles here, before the election: inside it one lane is active.)
+                const int n0 = warp_uniform(w.n_begin);
+                const int g = kMasked ? warp_uniform(w.group) : 0;
+                if (elect_one()) {
 #pragma unroll
-                for (int b = 0; b < kBlockN / 64; ++b) {
-                  tma_store_2d(&params.tma_d, buf + b * (64 * 128), n0 + 64 * b, r0);
+                  for (int b = 0; b < kBlockN / 64; ++b) {
+                    if constexpr (kMasked) {  // D [G, capacity, N]
+                      tma_store_3d(&params.tma_d, buf + b * (64 * 128), n0 + 64 * b, wave_first_row - g * prob.rows,
+                                   g);
+                    } else {
+                      tma_store_2d(&params.tma_d, buf + b * (64 * 128), n0 + 64 * b, wave_first_row);
+                    }
+                  }
+                  bulk_commit_group();
                 }
-                bulk_commit_group();
+                __syncwarp();
               }
-              __syncwarp();
+            } else if (wave_rows > 0) {
+              // A grouped wave that reaches past its group's rows: 16 bytes per thread from the staging buffer,
+              // rows below the limit only. (The next writes to this buffer follow a barrier of the warpgroup.)
+              constexpr int kChunksPerRow = kBlockN / 8;
+              const int group_of_rows = kMasked ? w.group : 0;
+              unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
+              const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
+              for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
+                const int r = c / kChunksPerRow;
+                const int col = w.n_begin + (c % kChunksPerRow) * 8;
+                if (r >= wave_rows || col >= prob.n) continue;
+                u32 v0, v1, v2, v3;
+                load_shared_v4(buf + static_cast<u32>(tma_staging_offset(r, (c % kChunksPerRow) * 8)), v0, v1, v2, v3);
+                store_global_v4(d_base + (wave_first_row + r - row_origin) * params.ldd + col, v0, v1, v2, v3);
+              }
             }
             return;
           }

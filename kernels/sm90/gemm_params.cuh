@@ -120,27 +120,36 @@ MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 6
 // each too few registers for its accumulators.
 MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m >= 128 ? 2 : 1; }
 
-// The tiles 256 rows high support (the kernel's static check, the planner's candidates and the override check):
-// block_n at most 128 and no cluster along M, with BF16 D: recipe (1,128,128) (a math thread holds two block_n-wide
-// result rows and the accumulator) or BF16 with or without C (two block_n-wide accumulators). The FP32-output
-// epilogues store one wave. (Layouts: dense only, which the kernel and the API check.)
-MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int block_n, int cluster_m) {
-  const bool bf16_out = recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) ||
-                        recipe == static_cast<int>(GemmRecipe::kBf16) ||
-                        recipe == static_cast<int>(GemmRecipe::kBf16AddC);
-  return bf16_out && block_n <= 128 && cluster_m == 1;
+// Layouts whose every tile belongs to one group and is bounded by a row limit alone (dense, group ends, masked): a
+// tile computes one pass, and its rows past the limit are simply not stored. (Row-to-group tiles run a pass per
+// expert present and store rows by their routing; k-grouped tiles have FP32 D.)
+MOEGEMM_HD constexpr bool gemm_row_limited_tiles(int kind) {
+  return kind == static_cast<int>(GroupedKind::kDense) || kind == static_cast<int>(GroupedKind::kContiguousGroupEnds) ||
+         kind == static_cast<int>(GroupedKind::kMasked);
 }
 
-// Kernels whose epilogue stores D through TMA: the dense layout with BF16 D (recipe (1,128,128), BF16 with or
-// without C) on tiles of whole 64-column boxes. A warpgroup writes its 64-row wave into a 128B-swizzled staging
-// buffer (conflict-free 4-byte writes), and one thread hands it to the copy engine: the warps go on to the next
-// tile while D drains, instead of waiting in their own stores when D's writes outrun memory (short-K shapes, where
-// D is as many bytes as the operands). Grouped layouts keep the per-row bounded stores (row_action).
+MOEGEMM_HD constexpr bool recipe_has_bf16_out(int recipe) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) || recipe == static_cast<int>(GemmRecipe::kBf16) ||
+         recipe == static_cast<int>(GemmRecipe::kBf16AddC);
+}
+
+// The tiles 256 rows high support (the kernel's static check, the planner's candidates and the override check):
+// BF16 D (recipe (1,128,128): a math thread holds two block_n-wide result rows and the accumulator; BF16 with or
+// without C: two block_n-wide accumulators; the FP32-output epilogues store one wave), block_n at most 128, no
+// cluster along M, and a layout of row-limited tiles.
+MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int block_n, int cluster_m) {
+  return recipe_has_bf16_out(recipe) && gemm_row_limited_tiles(kind) && block_n <= 128 && cluster_m == 1;
+}
+
+// Kernels whose epilogue stores D through TMA: BF16 D on tiles of whole 64-column boxes in a layout of row-limited
+// tiles. A warpgroup writes its 64-row wave into a 128B-swizzled staging buffer (conflict-free 4-byte writes), and
+// one thread hands it to the copy engine: the warps go on to the next tile while D drains, instead of waiting in
+// their own stores when D's writes outrun memory (short-K shapes, where D is as many bytes as the operands). The
+// copy engine bounds rows only by D's extents, so a grouped wave that reaches past its group's row limit is stored
+// by the threads instead, 16 bytes each from the same staging buffer, row by row below the limit. Row-to-group
+// tiles keep the per-row bounded stores (row_action) throughout.
 MOEGEMM_HD constexpr bool gemm_tma_store(int recipe, int kind, int block_n) {
-  const bool bf16_out = recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) ||
-                        recipe == static_cast<int>(GemmRecipe::kBf16) ||
-                        recipe == static_cast<int>(GemmRecipe::kBf16AddC);
-  return bf16_out && kind == static_cast<int>(GroupedKind::kDense) && block_n % 64 == 0;
+  return recipe_has_bf16_out(recipe) && gemm_row_limited_tiles(kind) && block_n % 64 == 0;
 }
 
 // Byte offset of D element (row, col) of a 64-row wave in its TMA staging buffer: 64-column boxes of 64 rows x 128

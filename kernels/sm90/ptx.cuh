@@ -134,6 +134,12 @@ MOEGEMM_DEVICE void tma_store_2d(const TmaDescriptor* desc, u32 src, int c0, int
                "r"(src), "r"(c0), "r"(c1)
                : "memory");
 }
+MOEGEMM_DEVICE void tma_store_3d(const TmaDescriptor* desc, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<u64>(desc)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
 MOEGEMM_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 template <int kPending>
 MOEGEMM_DEVICE void bulk_wait_group_read() {

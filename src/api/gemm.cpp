@@ -116,7 +116,7 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
     // cluster on most shapes (docs/heuristics.md).
     const plan::ShapeHint hint = shape_hint(p);
     const bool dense = p.layout == validate::Layout::kDense;
-    config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, dense);
+    config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, to_launch(p).layout);
     if (dense) config = plan::with_measured_pair_cluster(config, hint);
   }
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
@@ -267,7 +267,7 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
   } else {
     const plan::ShapeHint hint = shape_hint(p);
     const bool dense = p.layout == validate::Layout::kDense;
-    config = plan::choose_bf16_config(hint, sms, recipe, (mn_major & 2) ? 64 : 16, dense);
+    config = plan::choose_bf16_config(hint, sms, recipe, (mn_major & 2) ? 64 : 16, to_launch(p).layout);
     // Pairs sharing B where measured faster (M = 65-128, 64-row tiles at least 128 wide: the FP8 rule, measured
     // for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md). They need a K-major B.
     if (dense && !(mn_major & 2) && !fp32_out) config = plan::with_measured_pair_cluster(config, hint);
@@ -318,7 +318,8 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
       plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
     });
   } else {
-    config = plan::choose_bf16_config(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 64);
+    config = plan::choose_bf16_config(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 64,
+                                      kernels::GroupedKind::kKGrouped);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
@@ -340,7 +341,10 @@ KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_
   if (sms <= 0) sms = info.available ? info.sm_count : 132;
   // with_measured_pair_cluster leaves grouped problems (num_groups > 1) alone.
   return plan::with_measured_pair_cluster(
-      plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false, /*dense=*/h.num_groups == 1), h);
+      plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false,
+                                   h.num_groups == 1 ? kernels::GroupedKind::kDense
+                                                     : kernels::GroupedKind::kContiguousGroupEnds),
+      h);
 }
 
 }  // namespace moegemm

@@ -173,8 +173,9 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     p.tma_sfa = scale_descriptor("a.scales", a.sfa, a.sfa_mn_stride, k_rows, a_rows_boxed);
   }
   if (row_scaled_b) p.tma_sfb = scale_descriptor("b.scales", a.sfb, a.sfb_mn_stride, num_kb, c.block_n);
-  // D leaves through TMA stores (dense BF16 D in 64-column boxes): bf16 [M, N], row stride ldd (validated a
-  // multiple of 16 bytes, like the pointer), 64x64 boxes with the staging buffer's 128-byte swizzle.
+  // D leaves through TMA stores (BF16 D in 64-column boxes, row-limited tiles): bf16 [rows, N], or [G, capacity,
+  // N] masked, strides validated multiples of 16 bytes like the pointer, 64x64 boxes with the staging buffer's
+  // 128-byte swizzle.
   const bool tma_store = kernels::sm90::gemm_tma_store(a.recipe, static_cast<int>(a.layout), c.block_n);
   if (tma_store) {
     TmaSpec td;
@@ -182,10 +183,10 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     td.base = a.d;
     td.element = TmaElement::kBFloat16;
     td.swizzle_128b = true;
-    td.rank = 2;
-    td.dims[0] = a.n, td.dims[1] = a.rows;
-    td.strides_bytes[0] = a.ldd * 2;
-    td.box[0] = 64, td.box[1] = 64;
+    td.rank = masked ? 3 : 2;
+    td.dims[0] = a.n, td.dims[1] = a.rows, td.dims[2] = masked ? a.num_groups : 1;
+    td.strides_bytes[0] = a.ldd * 2, td.strides_bytes[1] = masked ? a.d_group_stride * 2 : 0;
+    td.box[0] = 64, td.box[1] = 64, td.box[2] = 1;
     p.tma_d = make_tma_descriptor(td);
   }
   const int layout_bytes =

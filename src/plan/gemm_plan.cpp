@@ -73,10 +73,11 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
 
 namespace {
 
-// dense: the dense layout, where 256-row tiles are candidates (gemm_tall_tile_supported) and D may leave through
-// TMA stores (gemm_tma_store: a different shared-memory layout, so different stage counts).
+// layout: 256-row tiles are candidates where gemm_tall_tile_supported allows them, and D may leave through TMA
+// stores (gemm_tma_store: a different shared-memory layout, so different stage counts).
 KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cluster, int recipe,
-                               int block_n_multiple = 16, bool dense = false) {
+                               int block_n_multiple, kernels::GroupedKind layout) {
+  const int kind = static_cast<int>(layout);
   KernelConfig best;
   double best_us = 0;
   double best_tile_us = 0;
@@ -85,7 +86,7 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
     if (cm == 2 && !allow_cluster) continue;
     for (int bm : kBlockMs) {
       for (int bn : kBlockNs) {
-        if (bm == 256 && (!dense || !kernels::sm90::gemm_tall_tile_supported(recipe, bn, cm))) continue;
+        if (bm == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, kind, bn, cm)) continue;
         const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
         if (!supported || bn % block_n_multiple != 0) continue;
         const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
@@ -104,8 +105,7 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
   }
   best.block_k = kernels::sm90::stage_k(recipe);
   best.math_warpgroups = kernels::sm90::gemm_math_warpgroups(best.block_m);
-  const bool tma_store = dense && kernels::sm90::gemm_tma_store(
-                                      recipe, static_cast<int>(kernels::GroupedKind::kDense), best.block_n);
+  const bool tma_store = kernels::sm90::gemm_tma_store(recipe, kind, best.block_n);
   best.stages = gemm_max_stages(best.block_m, best.block_n, recipe, tma_store);
   best.cluster_n = 1;
   best.num_sms = num_sms;
@@ -115,9 +115,10 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
 
 }  // namespace
 
-KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster, bool dense) {
+KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster,
+                                    kernels::GroupedKind layout) {
   return choose_fp8_config(hint, num_sms, allow_cluster, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), 16,
-                           dense);
+                           layout);
 }
 
 KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hint) {
@@ -131,16 +132,17 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
 }
 
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
-                                int block_n_multiple, bool dense) {
+                                int block_n_multiple, kernels::GroupedKind layout) {
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {
     throw Error(ErrorCode::kInternal, "choose_bf16_config: not a BF16 recipe");
   }
-  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple, dense);
+  return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false, static_cast<int>(recipe), block_n_multiple, layout);
 }
 
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
+  // (FP32 D: neither 256-row tiles nor TMA stores, whatever the layout.)
   return choose_fp8_config(hint, num_sms, /*allow_cluster=*/false,
-                           static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d));
+                           static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), 16, kernels::GroupedKind::kDense);
 }
 
 namespace {
@@ -151,10 +153,11 @@ namespace {
 
 // The rules every recipe shares: tile height, K step, stages, shared memory (laid out for the layout's epilogue).
 void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
-  if (c.block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, c.block_n, c.cluster_m)) {
+  if (c.block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, static_cast<int>(layout), c.block_n,
+                                                                   c.cluster_m)) {
     config_fail(
         "256-row tiles need BF16 D (recipe (1,128,128) or BF16 without FP32 output), block_n <= 128 (two waves of "
-        "accumulators per warpgroup) and cluster_m 1, so far",
+        "accumulators per warpgroup), cluster_m 1 and the dense, group-ends or masked layout, so far",
         c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
@@ -184,7 +187,6 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, 
   const bool a_mn = (mn_major & 1) != 0, b_mn = (mn_major & 2) != 0;
   const bool dense = layout == GroupedKind::kDense;
   if (b_mn && c.block_n % 64 != 0) config_fail("an MN-major B needs block_n a multiple of 64 (whole 64-wide boxes)", c);
-  if (c.block_m == 256 && !dense) config_fail("256-row tiles run the dense layout only, so far", c);
   if (c.cluster_m * c.cluster_n > 2) config_fail("clusters must be 1x1, 2x1 or 1x2", c);
   if (c.cluster_m == 2) {
     // Each CTA of the pair multicasts half of B's 128-byte rows; row-to-group tiles run one pass per expert
@@ -228,9 +230,6 @@ void check_fp8_1d2d_config(const KernelConfig& c, kernels::GroupedKind layout) {
   if (pair_along_n && c.block_m < 128) fail("a 1x2 cluster (A shared along N) needs block_m 128 or 256", c);
   if (pair_along_n && layout != kernels::GroupedKind::kDense) {
     fail("a 1x2 cluster (A shared along N) runs the dense layout only, so far", c);
-  }
-  if (c.block_m == 256 && layout != kernels::GroupedKind::kDense) {
-    fail("256-row tiles run the dense layout only, so far (block_m 64 or 128)", c);
   }
   if (pair_along_m && layout == kernels::GroupedKind::kContiguousRowToGroup) {
     fail("the row-to-group contiguous layout runs without clusters (cluster_m = 1)", c);

@@ -22,7 +22,8 @@ inline constexpr int kMaxSmemBytes = 232448;
 
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
 // dense: the layout is dense, which alone runs 256-row tiles (so far).
-KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster = false, bool dense = false);
+KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster,
+                                    kernels::GroupedKind layout);
 
 // The one case where a 2-CTA cluster (B shared by a pair of 64-row tiles) was measured faster than the planner's
 // tile alone (docs/heuristics.md): a dense problem whose rows fill exactly one pair of 64-row tiles (65 to 128
@@ -35,9 +36,10 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 
 // BF16 (no scales): the same model at the BF16 rate over the tiles that kernel supports. recipe: kBf16 (BF16 D),
 // kBf16Fp32 (FP32 D) or kBf16AddC (BF16 D = C + A B^T). block_n_multiple: 64 when B is MN-major (whole 64-wide
-// TMA boxes). dense: 256-row tiles are candidates (BF16 D only, gemm_tall_tile_supported).
+// TMA boxes). layout: where 256-row tiles are candidates (gemm_tall_tile_supported) and D leaves through TMA
+// (gemm_tma_store, which changes the shared-memory layout and so the stage count).
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
-                                int block_n_multiple = 16, bool dense = false);
+                                int block_n_multiple, kernels::GroupedKind layout);
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config, kernels::GroupedKind layout);

@@ -19,10 +19,11 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
         for (int groups : {1, 6, 32}) {
           for (int sms : {1, 7, 66, 132}) {
             plan::ShapeHint hint{m, n, k, groups};
-            for (bool dense : {false, true}) {
+            for (kernels::GroupedKind layout : {kernels::GroupedKind::kDense, kernels::GroupedKind::kMasked,
+                                                kernels::GroupedKind::kContiguousRowToGroup}) {
+              const bool dense = layout == kernels::GroupedKind::kDense;
               if (dense && groups != 1) continue;
-              const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, dense);
-              const auto layout = dense ? kernels::GroupedKind::kDense : kernels::GroupedKind::kMasked;
+              const KernelConfig c = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, layout);
               EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c, layout)) << c.to_string();
               EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
               EXPECT_EQ(c.num_sms, sms);
@@ -32,7 +33,9 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
                                                                                     c.block_n)));
               EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
               EXPECT_GE(c.stages, 3) << c.to_string();
-              if (!dense) EXPECT_LE(c.block_m, 128) << "256-row tiles are for the dense layout only";
+              if (layout == kernels::GroupedKind::kContiguousRowToGroup) {
+                EXPECT_LE(c.block_m, 128) << "no 256-row tiles for row-to-group";
+              }
             }
           }
         }
@@ -43,10 +46,11 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
 
 TEST(Fp8Plan, ShapesGetTheDocumentedKindOfTile) {
   // Large: two math warpgroups and a wide tile; decode: one warpgroup.
-  const KernelConfig large = plan::choose_fp8_1d2d_config({4096, 7168, 7168, 1}, 132);
-  EXPECT_EQ(large.block_m, 128);
+  const KernelConfig large = plan::choose_fp8_1d2d_config({4096, 7168, 7168, 1}, 132, false, kernels::GroupedKind::kDense);
+  EXPECT_GE(large.block_m, 128);
+  EXPECT_EQ(large.math_warpgroups, 2);
   EXPECT_GE(large.block_n, 128);
-  const KernelConfig decode = plan::choose_fp8_1d2d_config({1, 7168, 16384, 1}, 132);
+  const KernelConfig decode = plan::choose_fp8_1d2d_config({1, 7168, 16384, 1}, 132, false, kernels::GroupedKind::kDense);
   EXPECT_EQ(decode.block_m, 64);
 }
 
@@ -56,17 +60,18 @@ TEST(Fp8Plan, TallTilesForLargeDenseProblems) {
   for (int nk : {0, 1, 2, 3}) {
     const int n[] = {24576, 7168, 4096, 7168};
     const int k[] = {1536, 16384, 7168, 2048};
-    const KernelConfig c = plan::choose_fp8_1d2d_config({4096, n[nk], k[nk], 1}, 132, false, /*dense=*/true);
+    const KernelConfig c = plan::choose_fp8_1d2d_config({4096, n[nk], k[nk], 1}, 132, false, kernels::GroupedKind::kDense);
     EXPECT_EQ(c.block_m, 256) << c.to_string();
     EXPECT_EQ(c.block_n, 128) << c.to_string();
     EXPECT_EQ(c.math_warpgroups, 2);
     EXPECT_EQ(c.stages, 3);
-    // The same rows as grouped problems never get them.
-    EXPECT_EQ(plan::choose_fp8_1d2d_config({4096, n[nk], k[nk], 4}, 132, false, false).block_m, 128);
+    // The row-to-group layout never gets them.
+    EXPECT_EQ(plan::choose_fp8_1d2d_config({4096, n[nk], k[nk], 4}, 132, false, kernels::GroupedKind::kContiguousRowToGroup).block_m,
+              128);
   }
   // Few rows or few columns: 128-row tiles still.
-  EXPECT_LE(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132, false, true).block_m, 128);
-  EXPECT_LE(plan::choose_fp8_1d2d_config({4096, 576, 7168, 1}, 132, false, true).block_m, 128);
+  EXPECT_LE(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132, false, kernels::GroupedKind::kDense).block_m, 128);
+  EXPECT_LE(plan::choose_fp8_1d2d_config({4096, 576, 7168, 1}, 132, false, kernels::GroupedKind::kDense).block_m, 128);
 }
 
 TEST(Bf16Plan, TallTilesWhereTheModelAndTheMeasurementAgree) {
@@ -77,25 +82,27 @@ TEST(Bf16Plan, TallTilesWhereTheModelAndTheMeasurementAgree) {
     for (int nk : {0, 1, 2, 3}) {
       const int n[] = {4096, 24576, 32768, 7168};
       const int k[] = {7168, 1536, 512, 2048};
-      const KernelConfig c = plan::choose_bf16_config({4096, n[nk], k[nk], 1}, 132, r, 16, /*dense=*/true);
+      const KernelConfig c = plan::choose_bf16_config({4096, n[nk], k[nk], 1}, 132, r, 16, kernels::GroupedKind::kDense);
       EXPECT_EQ(c.block_m, 256) << c.to_string();
       EXPECT_EQ(c.block_n, 128) << c.to_string();
       EXPECT_EQ(c.stages, 3);
-      // Grouped problems never get them.
-      EXPECT_LE(plan::choose_bf16_config({4096, n[nk], k[nk], 4}, 132, r, 16, false).block_m, 128);
+      // Row-to-group problems never get them.
+      EXPECT_LE(plan::choose_bf16_config({4096, n[nk], k[nk], 4}, 132, r, 16, kernels::GroupedKind::kContiguousRowToGroup).block_m,
+                128);
     }
-    EXPECT_LE(plan::choose_bf16_config({4096, 2112, 7168, 1}, 132, r, 16, true).block_m, 128);
-    EXPECT_LE(plan::choose_bf16_config({4096, 576, 7168, 1}, 132, r, 16, true).block_m, 128);
+    EXPECT_LE(plan::choose_bf16_config({4096, 2112, 7168, 1}, 132, r, 16, kernels::GroupedKind::kDense).block_m, 128);
+    EXPECT_LE(plan::choose_bf16_config({4096, 576, 7168, 1}, 132, r, 16, kernels::GroupedKind::kDense).block_m, 128);
   }
   // FP32 D stores one wave per warpgroup: never 256 rows.
-  EXPECT_LE(plan::choose_bf16_config({4096, 4096, 7168, 1}, 132, GemmRecipe::kBf16Fp32, 16, true).block_m, 128);
+  EXPECT_LE(plan::choose_bf16_config({4096, 4096, 7168, 1}, 132, GemmRecipe::kBf16Fp32, 16, kernels::GroupedKind::kDense).block_m,
+            128);
 }
 
 TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
   // M = 128 on wide tiles: the pair shares B (measured 4-14% faster).
   for (int n : {7168, 24576}) {
     const plan::ShapeHint hint{128, n, 16384, 1};
-    const KernelConfig c = plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(hint, 132), hint);
+    const KernelConfig c = plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(hint, 132, false, kernels::GroupedKind::kDense), hint);
     if (c.block_m == 64 && c.block_n >= 128) {
       EXPECT_EQ(c.cluster_m, 2) << c.to_string();
       EXPECT_NO_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense));
@@ -104,19 +111,19 @@ TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
     }
   }
   const KernelConfig wide =
-      plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132), {128, 7168, 16384, 1});
+      plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config({128, 7168, 16384, 1}, 132, false, kernels::GroupedKind::kDense), {128, 7168, 16384, 1});
   EXPECT_EQ(wide.block_n, 128);
   EXPECT_EQ(wide.cluster_m, 2);
   // Not for narrow tiles, one row, more than one pair, several groups, or a single SM.
   const plan::ShapeHint narrow{128, 2112, 7168, 1};
-  EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(narrow, 132), narrow).cluster_m, 1);
+  EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(narrow, 132, false, kernels::GroupedKind::kDense), narrow).cluster_m, 1);
   for (const plan::ShapeHint& hint : {plan::ShapeHint{1, 7168, 16384, 1}, plan::ShapeHint{64, 7168, 16384, 1},
                                       plan::ShapeHint{256, 7168, 16384, 1}, plan::ShapeHint{128, 7168, 16384, 6}}) {
-    EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(hint, 132), hint).cluster_m, 1)
+    EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(hint, 132, false, kernels::GroupedKind::kDense), hint).cluster_m, 1)
         << hint.m_per_group << " rows, " << hint.num_groups << " groups";
   }
   const plan::ShapeHint pair{128, 7168, 16384, 1};
-  EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(pair, 1), pair).cluster_m, 1);
+  EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(pair, 1, false, kernels::GroupedKind::kDense), pair).cluster_m, 1);
 }
 
 TEST(Fp8Plan, OverridesAreChecked) {

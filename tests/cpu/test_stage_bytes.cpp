@@ -64,7 +64,7 @@ TEST(StageBytes, TmaStoreStagingIsAlignedDisjointAndConflictFree) {
     for (int block_n : {64, 128, 192}) {
       for (int recipe : {0, 2, 4}) {
         if (!kernels::sm90::gemm_tma_store(recipe, 0, block_n)) continue;
-        if (block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, block_n, 1)) continue;
+        if (block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, 0, block_n, 1)) continue;
         const auto l = gemm_smem_layout(block_m, block_n, 3, recipe, true);
         const int waves = kernels::sm90::gemm_waves(block_m);
         EXPECT_EQ(l.d_offset % 1024, 0);

@@ -239,27 +239,28 @@ TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
 }
 
 // 256-row tiles are dense-only so far: a grouped call that asks for them gets a clear error before any launch.
-TEST(Fp8MaskedGpu, TallTilesAreRejectedForGroupedLayouts) {
+TEST(Fp8ContiguousGpu, TallTilesAreRejectedForRowToGroup) {
   MOEGEMM_REQUIRE_GPU();
   std::mt19937 rng(2562);
-  const int groups = 2, cap = 256, n = 256, k = 256;
-  Fp8Operands ops(groups, cap, n, k, groups, rng);
-  DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2);
-  DeviceBuffer cnt(groups * sizeof(int));
-  cnt.upload(std::vector<int>{256, 100});
-  MaskedLayout layout;
-  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  const int m_total = 256, groups = 2, n = 256, k = 256;
+  Fp8Operands ops(1, m_total, n, k, groups, rng);
+  DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2);
+  DeviceBuffer idx(m_total * sizeof(int));
+  idx.upload(std::vector<int>(m_total, 1));
+  ContiguousLayout layout;
+  layout.form = ContiguousLayout::Form::kRowToGroup;
+  layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {m_total});
   const KernelConfig cfg = tile_config(256, 128, 3);
   GemmOptions opt;
   opt.config = &cfg;
   try {
-    m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(),
-                                 TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout, nullptr,
-                                 opt);
-    ADD_FAILURE() << "no error for 256-row tiles on the masked layout";
+    m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(),
+                                     TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout, nullptr,
+                                     opt);
+    ADD_FAILURE() << "no error for 256-row tiles on the row-to-group layout";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("256-row tiles run the dense layout only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("256-row tiles"), std::string::npos) << e.what();
   }
 }
 
@@ -300,7 +301,7 @@ TEST(Fp8ClusterGpu, MaskedAndGroupEndsWithPairTiles) {
 // ---- masked ----------------------------------------------------------------------------------------------------
 
 void run_masked_case(int groups, int capacity, int n, int k, const std::vector<int>& counts, std::mt19937& rng,
-                     const char* what) {
+                     const char* what, const KernelConfig* config = nullptr) {
   Fp8Operands ops(groups, capacity, n, k, groups, rng);
   DeviceBuffer d(static_cast<std::size_t>(groups) * capacity * n * 2);
   d.fill_bytes(0xFF);
@@ -310,7 +311,9 @@ void run_masked_case(int groups, int capacity, int n, int k, const std::vector<i
   layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
   layout.expected_m = capacity;
   const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {groups, capacity, n});
-  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, nullptr);
+  GemmOptions opt;
+  opt.config = config;
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, nullptr, opt);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
   const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * capacity * n);
   const auto da = ref::dequantize(ops.a);
@@ -414,7 +417,7 @@ TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
 // ---- contiguous ------------------------------------------------------------------------------------------------
 
 void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index, bool group_ends, int m_total,
-                         std::mt19937& rng, const char* what) {
+                         std::mt19937& rng, const char* what, const KernelConfig* config = nullptr) {
   Fp8Operands ops(1, m_total, n, k, groups, rng);
   DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2);
   d.fill_bytes(0xFF);
@@ -423,8 +426,11 @@ void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index
   ContiguousLayout layout;
   layout.form = group_ends ? ContiguousLayout::Form::kGroupEnds : ContiguousLayout::Form::kRowToGroup;
   layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {static_cast<std::int64_t>(index.size())});
+  GemmOptions opt;
+  opt.config = config;
   m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(),
-                                   TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout, nullptr);
+                                   TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout, nullptr,
+                                   opt);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
   const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n);
   const auto da = ref::dequantize(ops.a);
@@ -449,6 +455,41 @@ TEST(Fp8ContiguousGpu, GroupEndsWithGapsAndEmptyExperts) {
     start = (start + s + 127) / 128 * 128;
   }
   run_contiguous_case(5, 384, 512, ends, true, start + 64, rng, "group ends");
+}
+
+// Grouped tiles whose D leaves through TMA (block_n a multiple of 64) on waves wholly inside a group, and through
+// the threads on a wave that reaches past its group's rows; 256-row tiles among them. Expert sizes around one and
+// two waves and tiles, each segment starting at the next multiple of 128.
+TEST(Fp8ContiguousGpu, GroupEndsWithTmaStoresAndTallTiles) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(55);
+  const std::vector<int> sizes = {300, 0, 1, 129, 64, 256, 65, 383};
+  std::vector<int> ends;
+  int start = 0;
+  for (int s : sizes) {
+    ends.push_back(start + s);
+    start = (start + s + 127) / 128 * 128;
+  }
+  for (const KernelConfig& cfg : {tile_config(256, 128, 3), tile_config(256, 64, 3), tile_config(128, 192, 4),
+                                  tile_config(64, 128, 6), tile_config(128, 128, 4, 2)}) {
+    run_contiguous_case(static_cast<int>(sizes.size()), 384, 640, ends, true, start + 64, rng,
+                        ("group ends, " + config_name(cfg)).c_str(), &cfg);
+  }
+}
+
+// The same for masked slabs: counts at, around and past each wave and tile boundary, capacities that are no tile
+// multiple; the anchor's failure case (8 groups of capacity 32) on 256-row tiles.
+TEST(Fp8MaskedGpu, TmaStoresAndTallTilesStayInsideTheirGroup) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(56);
+  for (const KernelConfig& cfg : {tile_config(256, 128, 3), tile_config(256, 64, 3), tile_config(128, 128, 4)}) {
+    for (int cap : {1, 63, 64, 65, 200, 256, 257, 300}) {
+      run_masked_case(4, cap, 256, 384, {cap, cap - 1 > 0 ? cap - 1 : 0, 0, cap / 2 + 1}, rng,
+                      ("capacity " + std::to_string(cap) + ", " + config_name(cfg)).c_str(), &cfg);
+    }
+  }
+  const KernelConfig tall = tile_config(256, 128, 3);
+  run_masked_case(8, 32, 256, 256, {0, 1, 16, 31, 32, 1, 32, 32}, rng, "8 groups x 32, 256x128", &tall);
 }
 
 TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
