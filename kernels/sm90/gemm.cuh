@@ -282,6 +282,14 @@ MOEGEMM_DEVICE void add_bf16_c(const GemmParams& params, const SchedulerProblem&
   }
 }
 
+// The first element of row `row` (D's flattened row space) of BF16 D: masked D is [G, capacity, N], each group's
+// slab at its own stride; every other layout's rows are global.
+template <bool kMasked>
+MOEGEMM_DEVICE unsigned short* bf16_d_row(const GemmParams& params, int group, int row) {
+  const int g = kMasked ? group : 0;
+  return params.d + g * params.d_group_stride + (row - static_cast<long long>(g) * params.d_rows_per_group) * params.ldd;
+}
+
 // Per-stage ring position, identical in producer and consumers.
 struct PipelineCursor {
   int stage = 0;
@@ -738,16 +746,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               // A grouped wave that reaches past its group's rows: 16 bytes per thread from the staging buffer,
               // rows below the limit only. (The next writes to this buffer follow a barrier of the warpgroup.)
               constexpr int kChunksPerRow = kBlockN / 8;
-              const int group_of_rows = kMasked ? w.group : 0;
-              unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
-              const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
               for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
                 const int r = c / kChunksPerRow;
                 const int col = w.n_begin + (c % kChunksPerRow) * 8;
                 if (r >= wave_rows || col >= prob.n) continue;
                 u32 v0, v1, v2, v3;
                 load_shared_v4(buf + static_cast<u32>(tma_staging_offset(r, (c % kChunksPerRow) * 8)), v0, v1, v2, v3);
-                store_global_v4(d_base + (wave_first_row + r - row_origin) * params.ldd + col, v0, v1, v2, v3);
+                store_global_v4(bf16_d_row<kMasked>(params, w.group, wave_first_row + r) + col, v0, v1, v2, v3);
               }
             }
             return;
@@ -771,9 +776,6 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           }
           named_barrier_sync(1 + warpgroup, 128);
           constexpr int kChunksPerRow = kBlockN / 8;  // 16-byte chunks of 8 bf16
-          const int group_of_rows = kMasked ? w.group : 0;
-          unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
-          const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
           for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
             const int r = c / kChunksPerRow;
             const int col = w.n_begin + (c % kChunksPerRow) * 8;
@@ -786,7 +788,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             if (action == RowAction::kStoreAccumulator) {
               load_shared_v4(d_stage_addr + r * kSmem.stage_pitch + (c % kChunksPerRow) * 16, v0, v1, v2, v3);
             }
-            store_global_v4(d_base + (row - row_origin) * params.ldd + col, v0, v1, v2, v3);
+            store_global_v4(bf16_d_row<kMasked>(params, w.group, row) + col, v0, v1, v2, v3);
           }
         };
         store_wave(IntConstant<0>{});

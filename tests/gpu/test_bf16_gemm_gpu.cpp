@@ -38,6 +38,16 @@ struct Bf16Tensor {
   }
 };
 
+// An operand of rows x K values in the major a form asks for: K-major is [rows, K] row-major storage; MN-major is
+// [K, rows] row-major storage viewed as [rows, K] with strides (1, rows). The device view and the oracle's view.
+TensorView operand_view(Bf16Tensor& t, std::int64_t rows, std::int64_t k, bool mn_major) {
+  return mn_major ? TensorView::strided(t.device.get(), DType::kBFloat16, {rows, k}, {1, rows})
+                  : TensorView::contiguous(t.device.get(), DType::kBFloat16, {rows, k});
+}
+ref::MatrixRef operand_ref(const Bf16Tensor& t, std::int64_t rows, std::int64_t k, bool mn_major) {
+  return mn_major ? ref::MatrixRef{t.values.data(), 1, rows} : ref::MatrixRef::row_major(t.values.data(), k);
+}
+
 void expect_rows(const std::vector<std::uint16_t>& got, const ref::GroupedResult& want, std::int64_t n,
                  const char* what) {
   std::vector<double> g, w;
@@ -205,15 +215,8 @@ TEST(Bf16StagedGpu, AllFourMajorsMatchTheOracle) {
     const bool a_mn = form & 1, b_mn = form & 2;
     std::mt19937 rng(100 + form);
     Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
-    // K-major: [rows, K] row-major; MN-major: [K, rows] row-major storage, viewed as [rows, K] with strides (1, rows).
-    const TensorView av = a_mn ? TensorView::strided(a.device.get(), DType::kBFloat16, {m, k}, {1, m})
-                               : TensorView::contiguous(a.device.get(), DType::kBFloat16, {m, k});
-    const TensorView bv = b_mn ? TensorView::strided(b.device.get(), DType::kBFloat16, {n, k}, {1, n})
-                               : TensorView::contiguous(b.device.get(), DType::kBFloat16, {n, k});
-    const ref::MatrixRef ar =
-        a_mn ? ref::MatrixRef{a.values.data(), 1, m} : ref::MatrixRef::row_major(a.values.data(), k);
-    const ref::MatrixRef br =
-        b_mn ? ref::MatrixRef{b.values.data(), 1, n} : ref::MatrixRef::row_major(b.values.data(), k);
+    const TensorView av = operand_view(a, m, k, a_mn), bv = operand_view(b, n, k, b_mn);
+    const ref::MatrixRef ar = operand_ref(a, m, k, a_mn), br = operand_ref(b, n, k, b_mn);
     DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
     d.fill_bytes(0xFF);
     bf16_gemm(av, bv, TensorView::contiguous(d.get(), DType::kBFloat16, {m, n}), nullptr, nullptr);
@@ -337,15 +340,8 @@ void run_add_c(const AddCCase& s, unsigned seed, const std::string& what) {
   const std::size_t mk = static_cast<std::size_t>(s.m) * s.k, nk = static_cast<std::size_t>(s.n) * s.k;
   const std::size_t mn = static_cast<std::size_t>(s.m) * s.n;
   Bf16Tensor a(mk, rng, 1.0f), b(nk, rng, 0.5f), c(mn, rng, 16.0f);
-  // K-major: [rows, K] row-major; MN-major: [K, rows] row-major storage, viewed as [rows, K] with strides (1, rows).
-  const TensorView av = s.a_mn ? TensorView::strided(a.device.get(), DType::kBFloat16, {s.m, s.k}, {1, s.m})
-                               : TensorView::contiguous(a.device.get(), DType::kBFloat16, {s.m, s.k});
-  const TensorView bv = s.b_mn ? TensorView::strided(b.device.get(), DType::kBFloat16, {s.n, s.k}, {1, s.n})
-                               : TensorView::contiguous(b.device.get(), DType::kBFloat16, {s.n, s.k});
-  const ref::MatrixRef ar =
-      s.a_mn ? ref::MatrixRef{a.values.data(), 1, s.m} : ref::MatrixRef::row_major(a.values.data(), s.k);
-  const ref::MatrixRef br =
-      s.b_mn ? ref::MatrixRef{b.values.data(), 1, s.n} : ref::MatrixRef::row_major(b.values.data(), s.k);
+  const TensorView av = operand_view(a, s.m, s.k, s.a_mn), bv = operand_view(b, s.n, s.k, s.b_mn);
+  const ref::MatrixRef ar = operand_ref(a, s.m, s.k, s.a_mn), br = operand_ref(b, s.n, s.k, s.b_mn);
   const ref::GroupedResult want{rounded_to_bf16(ref::gemm(s.m, s.n, s.k, ar, br, c.values.data())),
                                 std::vector<std::uint8_t>(s.m, 1)};
   DeviceBuffer d(mn * 2);
@@ -451,14 +447,8 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
     const bool a_mn = form & 1, b_mn = form & 2;
     std::mt19937 rng(700 + form);
     Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
-    const TensorView av = a_mn ? TensorView::strided(a.device.get(), DType::kBFloat16, {m, k}, {1, m})
-                               : TensorView::contiguous(a.device.get(), DType::kBFloat16, {m, k});
-    const TensorView bv = b_mn ? TensorView::strided(b.device.get(), DType::kBFloat16, {n, k}, {1, n})
-                               : TensorView::contiguous(b.device.get(), DType::kBFloat16, {n, k});
-    const ref::MatrixRef ar =
-        a_mn ? ref::MatrixRef{a.values.data(), 1, m} : ref::MatrixRef::row_major(a.values.data(), k);
-    const ref::MatrixRef br =
-        b_mn ? ref::MatrixRef{b.values.data(), 1, n} : ref::MatrixRef::row_major(b.values.data(), k);
+    const TensorView av = operand_view(a, m, k, a_mn), bv = operand_view(b, n, k, b_mn);
+    const ref::MatrixRef ar = operand_ref(a, m, k, a_mn), br = operand_ref(b, n, k, b_mn);
     const ref::GroupedResult want{ref::gemm(m, n, k, ar, br), std::vector<std::uint8_t>(m, 1)};
     DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
     const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
