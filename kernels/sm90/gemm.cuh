@@ -745,14 +745,18 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             } else if (wave_rows > 0) {
               // A grouped wave that reaches past its group's rows: 16 bytes per thread from the staging buffer,
               // rows below the limit only. (The next writes to this buffer follow a barrier of the warpgroup.)
+              // (D's row addressing as in bf16_d_row, with the group's base kept out of the loop.)
               constexpr int kChunksPerRow = kBlockN / 8;
+              const int group_of_rows = kMasked ? w.group : 0;
+              unsigned short* d_base = params.d + group_of_rows * params.d_group_stride;
+              const long long row_origin = static_cast<long long>(group_of_rows) * params.d_rows_per_group;
               for (int c = static_cast<int>(tid_in_wg); c < 64 * kChunksPerRow; c += 128) {
                 const int r = c / kChunksPerRow;
                 const int col = w.n_begin + (c % kChunksPerRow) * 8;
                 if (r >= wave_rows || col >= prob.n) continue;
                 u32 v0, v1, v2, v3;
                 load_shared_v4(buf + static_cast<u32>(tma_staging_offset(r, (c % kChunksPerRow) * 8)), v0, v1, v2, v3);
-                store_global_v4(bf16_d_row<kMasked>(params, w.group, wave_first_row + r) + col, v0, v1, v2, v3);
+                store_global_v4(d_base + (wave_first_row + r - row_origin) * params.ldd + col, v0, v1, v2, v3);
               }
             }
             return;
