@@ -21,7 +21,8 @@ struct ShapeHint {
 inline constexpr int kMaxSmemBytes = 232448;
 
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
-// dense: the layout is dense, which alone runs 256-row tiles (so far).
+// layout: decides whether 256-row tiles are candidates (gemm_tall_tile_supported) and whether D leaves through TMA
+// (gemm_tma_store: its staging layout changes the stage count).
 KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool allow_cluster,
                                     kernels::GroupedKind layout);
 
