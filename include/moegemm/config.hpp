@@ -19,6 +19,16 @@ struct KernelConfig {
   std::string to_string() const;
 };
 
+// The layouts a planning query names (the entry points they stand for: fp8_gemm_nt / bf16_gemm, the contiguous
+// m-grouped forms, the masked m-grouped form, the k-grouped forms).
+enum class GemmLayout : int {
+  kDense = 0,
+  kContiguousRowToGroup = 1,
+  kContiguousGroupEnds = 2,
+  kMasked = 3,
+  kKGrouped = 4,
+};
+
 // Consumer warpgroups of a tile block_m rows high: one for 64 rows, two for 128 or 256 (a 256-row tile gives each
 // warpgroup two 64-row waves).
 constexpr int math_warpgroups_for(int block_m) { return block_m >= 128 ? 2 : 1; }

@@ -87,6 +87,22 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
 // row-to-group form never gets 256-row tiles and may get a different stage count: docs/heuristics.md).
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0);
 
+// What the planner picks for an FP8 (1,1,128) weight gradient: dense (num_groups 1) or k-grouped with k the sum of
+// the experts' K (planned, as the call is, with the mean K per expert).
+KernelConfig plan_fp8_gemm_wgrad(int m, int n, int k, int num_groups = 1);
+
+// What the planner picks for a BF16 call (for printing and tests; launches nothing).
+struct Bf16PlanQuery {
+  GemmLayout layout = GemmLayout::kDense;
+  int m = 0, n = 0, k = 0;  // dense: the GEMM; m-grouped: M_total (or capacity x G); k-grouped: M, N and sum K
+  int num_groups = 1;
+  int expected_m = 0;  // m-grouped: expected rows per expert (0: m / num_groups)
+  bool a_mn_major = false, b_mn_major = false;
+  bool fp32_d = false;  // FP32 D (k-grouped: always)
+  bool with_c = false;  // D = C + A B^T with BF16 D (dense only)
+};
+KernelConfig plan_bf16_gemm(const Bf16PlanQuery& query);
+
 // ---- Warm-up ---------------------------------------------------------------------------------------------------
 // Kernels are compiled on first use (and cached on disk). A call that would compile while `stream` is being
 // captured into a CUDA graph fails with ErrorCode::kCaptureError instead: run the same call once eagerly first.

@@ -249,6 +249,19 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
 
 namespace {
 
+// The planner's choice for BF16 (the calls and plan_bf16_gemm): the model over the tiles the recipe and the layout
+// allow, then pairs sharing B where they were measured faster (M = 65-128, 64-row tiles at least 128 wide: the FP8
+// rule, measured for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md), which need a K-major B.
+KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::GemmRecipe recipe, int mn_major,
+                       kernels::GroupedKind layout) {
+  KernelConfig config = plan::choose_bf16_config(hint, sms, recipe, (mn_major & 2) ? 64 : 16, layout);
+  const bool fp32_out = kernels::sm90::recipe_has_fp32_out(static_cast<int>(recipe));
+  if (layout == kernels::GroupedKind::kDense && !(mn_major & 2) && !fp32_out) {
+    config = plan::with_measured_pair_cluster(config, hint);
+  }
+  return config;
+}
+
 // The BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D with or without C
 // (dense only: the m-grouped forms take no C), or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
@@ -265,12 +278,7 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
       plan::check_bf16_config(c, recipe, mn_major, layout);
     });
   } else {
-    const plan::ShapeHint hint = shape_hint(p);
-    const bool dense = p.layout == validate::Layout::kDense;
-    config = plan::choose_bf16_config(hint, sms, recipe, (mn_major & 2) ? 64 : 16, to_launch(p).layout);
-    // Pairs sharing B where measured faster (M = 65-128, 64-row tiles at least 128 wide: the FP8 rule, measured
-    // for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md). They need a K-major B.
-    if (dense && !(mn_major & 2) && !fp32_out) config = plan::with_measured_pair_cluster(config, hint);
+    config = plan_bf16(shape_hint(p), sms, recipe, mn_major, to_launch(p).layout);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = static_cast<int>(recipe);
@@ -318,8 +326,7 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
       plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
     });
   } else {
-    config = plan::choose_bf16_config(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 64,
-                                      kernels::GroupedKind::kKGrouped);
+    config = plan_bf16(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
@@ -330,15 +337,59 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
 }
 
+namespace {
+
+// The SMs a plan query assumes: the process-wide cap, else the device's, else an H200's 132.
+int planning_sms() {
+  int sms = get_num_sms();
+  if (sms <= 0) {
+    const DeviceInfo info = device_info();
+    sms = info.available ? info.sm_count : 132;
+  }
+  return sms;
+}
+
+// A k-grouped query's hint: as kgrouped_hint, from M, N, sum K and G.
+plan::ShapeHint kgrouped_query_hint(int m, int n, int sum_k, int num_groups) {
+  plan::ShapeHint h;
+  h.m_per_group = m;
+  h.n = n;
+  h.k = std::max(128, sum_k / std::max(1, num_groups));
+  h.num_groups = std::max(1, num_groups);
+  return h;
+}
+
+}  // namespace
+
+KernelConfig plan_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
+  const plan::ShapeHint h =
+      num_groups > 1 ? kgrouped_query_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
+  return plan::choose_fp8_1d1d_config(h, planning_sms());
+}
+
+KernelConfig plan_bf16_gemm(const Bf16PlanQuery& q) {
+  using kernels::sm90::GemmRecipe;
+  const auto layout = static_cast<kernels::GroupedKind>(q.layout);
+  const int sms = planning_sms();
+  if (layout == kernels::GroupedKind::kKGrouped) {
+    return plan_bf16(kgrouped_query_hint(q.m, q.n, q.k, q.num_groups), sms, GemmRecipe::kBf16Fp32, 3, layout);
+  }
+  plan::ShapeHint h;
+  h.n = q.n;
+  h.k = q.k;
+  h.num_groups = layout == kernels::GroupedKind::kDense ? 1 : std::max(1, q.num_groups);
+  h.m_per_group = h.num_groups > 1 ? std::max(1, q.expected_m > 0 ? q.expected_m : q.m / h.num_groups) : q.m;
+  const GemmRecipe recipe = q.fp32_d ? GemmRecipe::kBf16Fp32 : q.with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
+  return plan_bf16(h, sms, recipe, (q.a_mn_major ? 1 : 0) | (q.b_mn_major ? 2 : 0), layout);
+}
+
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
   plan::ShapeHint h;
   h.n = n;
   h.k = k;
   h.num_groups = std::max(1, num_groups);
   h.m_per_group = num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : m / h.num_groups) : m;
-  const DeviceInfo info = device_info();
-  int sms = get_num_sms();
-  if (sms <= 0) sms = info.available ? info.sm_count : 132;
+  const int sms = planning_sms();
   // with_measured_pair_cluster leaves grouped problems (num_groups > 1) alone.
   return plan::with_measured_pair_cluster(
       plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false,

@@ -98,6 +98,47 @@ TEST(Bf16Plan, TallTilesWhereTheModelAndTheMeasurementAgree) {
             128);
 }
 
+// The public plan queries return what the calls run: the same choice functions, the same hints.
+TEST(PlanQueries, MatchThePlannersChoiceForEachFamily) {
+  using kernels::GroupedKind;
+  using kernels::sm90::GemmRecipe;
+  const int sms = 132;
+  if (device_info().available) GTEST_SKIP() << "a CUDA device is present: the queries would plan for its SM count";
+  auto same = [](const KernelConfig& a, const KernelConfig& b) {
+    return a.block_m == b.block_m && a.block_n == b.block_n && a.stages == b.stages && a.cluster_m == b.cluster_m &&
+           a.cluster_n == b.cluster_n && a.smem_bytes == b.smem_bytes;
+  };
+  // BF16 dense with BF16 D: 256x128 at 4096^2 x 7168; the measured pair at M = 128 on wide 64-row tiles.
+  Bf16PlanQuery q;
+  q.m = 4096, q.n = 4096, q.k = 7168;
+  EXPECT_TRUE(same(plan_bf16_gemm(q), plan::choose_bf16_config({4096, 4096, 7168, 1}, sms, GemmRecipe::kBf16, 16,
+                                                                GroupedKind::kDense)));
+  EXPECT_EQ(plan_bf16_gemm(q).block_m, 256);
+  q.m = 128, q.n = 7168, q.k = 16384;
+  EXPECT_EQ(plan_bf16_gemm(q).cluster_m, 2) << plan_bf16_gemm(q).to_string();
+  q.b_mn_major = true;  // pairs need a K-major B; MN-major B takes whole 64-column boxes
+  EXPECT_EQ(plan_bf16_gemm(q).cluster_m, 1);
+  EXPECT_EQ(plan_bf16_gemm(q).block_n % 64, 0);
+  // FP32 D and C: their recipes.
+  Bf16PlanQuery f;
+  f.m = 4096, f.n = 4096, f.k = 7168, f.fp32_d = true;
+  EXPECT_TRUE(same(plan_bf16_gemm(f), plan::choose_bf16_config({4096, 4096, 7168, 1}, sms, GemmRecipe::kBf16Fp32, 16,
+                                                                GroupedKind::kDense)));
+  // K-grouped tn: mean K per expert, MN-major operands, FP32 D.
+  Bf16PlanQuery g;
+  g.layout = GemmLayout::kKGrouped, g.m = 4096, g.n = 7168, g.k = 32768, g.num_groups = 16;
+  EXPECT_TRUE(same(plan_bf16_gemm(g), plan::choose_bf16_config({4096, 7168, 2048, 16}, sms, GemmRecipe::kBf16Fp32, 64,
+                                                                GroupedKind::kKGrouped)));
+  // Masked with expected rows per expert.
+  Bf16PlanQuery m;
+  m.layout = GemmLayout::kMasked, m.m = 32 * 4096, m.n = 6144, m.k = 7168, m.num_groups = 32, m.expected_m = 192;
+  EXPECT_TRUE(same(plan_bf16_gemm(m), plan::choose_bf16_config({192, 6144, 7168, 32}, sms, GemmRecipe::kBf16, 16,
+                                                                GroupedKind::kMasked)));
+  // FP8 weight gradients, dense and k-grouped.
+  EXPECT_TRUE(same(plan_fp8_gemm_wgrad(4096, 4096, 7168), plan::choose_fp8_1d1d_config({4096, 4096, 7168, 1}, sms)));
+  EXPECT_TRUE(same(plan_fp8_gemm_wgrad(4096, 7168, 32768, 16), plan::choose_fp8_1d1d_config({4096, 7168, 2048, 16}, sms)));
+}
+
 TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
   // M = 128 on wide tiles: the pair shares B (measured 4-14% faster).
   for (int n : {7168, 24576}) {

@@ -1,5 +1,6 @@
 #include "config_option.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -63,10 +64,43 @@ std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
     case Family::kFp8Contiguous:
     case Family::kFp8Masked:
       // The calls pass expected rows per expert as the layout's hint, which is what the planner sizes tiles by.
+      // (The row-to-group form is planned without 256-row tiles: plan_fp8_gemm_nt shows the group-ends plan.)
       return moegemm::plan_fp8_gemm_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected));
-    default:
-      return std::nullopt;
+    case Family::kFp8Wgrad:
+      return moegemm::plan_fp8_gemm_wgrad(i(c.m), i(c.n), i(c.k));
+    case Family::kFp8KGrouped:
+      // The suite draws K per expert around `expected`: the plan of the mean.
+      return moegemm::plan_fp8_gemm_wgrad(i(c.m), i(c.n), i(c.expected * c.groups), c.groups);
+    case Family::kBf16Dense:
+    case Family::kBf16Contiguous:
+    case Family::kBf16Masked:
+    case Family::kBf16KGrouped: {
+      moegemm::Bf16PlanQuery q;
+      q.a_mn_major = c.a_mn_major;
+      q.b_mn_major = c.b_mn_major;
+      q.fp32_d = c.d_f32;
+      q.with_c = c.accumulate && !c.d_f32;
+      q.num_groups = std::max(1, c.groups);
+      q.expected_m = i(c.expected);
+      q.n = i(c.n);
+      q.k = i(c.k);
+      q.m = i(c.m);
+      if (c.family == Family::kBf16Dense) {
+        q.layout = moegemm::GemmLayout::kDense;
+      } else if (c.family == Family::kBf16Contiguous) {
+        q.layout = c.group_ends ? moegemm::GemmLayout::kContiguousGroupEnds : moegemm::GemmLayout::kContiguousRowToGroup;
+        q.m = i(c.expected * c.groups);
+      } else if (c.family == Family::kBf16Masked) {
+        q.layout = moegemm::GemmLayout::kMasked;
+        q.m = i(c.capacity * c.groups);
+      } else {
+        q.layout = moegemm::GemmLayout::kKGrouped;
+        q.k = i(c.expected * c.groups);
+      }
+      return moegemm::plan_bf16_gemm(q);
+    }
   }
+  return std::nullopt;
 }
 
 }  // namespace moegemm::bench

@@ -54,7 +54,7 @@ const char* kUsage =
     "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too)\n"
     "                   on every moegemm call of the run\n"
-    "  --print-config   show the planner's configuration for each FP8 1D2D row (with --list: no GPU needed)\n"
+    "  --print-config   show the planner's configuration for each row (with --list: no GPU needed)\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
