@@ -162,6 +162,29 @@ void bf16_k_grouped(nb::handle a, nb::handle b, nb::handle d, const std::vector<
                          make_options({1, 128, 128}, max_sms, pdl));
 }
 
+// plan_bf16_gemm's layout, by the name of the call it stands for.
+GemmLayout layout_named(const std::string& name) {
+  if (name == "dense") return GemmLayout::kDense;
+  if (name == "contiguous") return GemmLayout::kContiguousRowToGroup;
+  if (name == "contiguous_group_ends") return GemmLayout::kContiguousGroupEnds;
+  if (name == "masked") return GemmLayout::kMasked;
+  if (name == "k_grouped") return GemmLayout::kKGrouped;
+  throw Error(ErrorCode::kInvalidArgument,
+              "layout: must be one of dense, contiguous, contiguous_group_ends, masked, k_grouped, got '" + name + "'");
+}
+
+KernelConfig plan_bf16(int m, int n, int k, const std::string& layout, int num_groups, int expected_m, bool a_mn_major,
+                       bool b_mn_major, bool fp32_d, bool with_c) {
+  Bf16PlanQuery q;
+  q.layout = layout_named(layout);
+  q.m = m, q.n = n, q.k = k;
+  q.num_groups = num_groups;
+  q.expected_m = expected_m;
+  q.a_mn_major = a_mn_major, q.b_mn_major = b_mn_major;
+  q.fp32_d = fp32_d, q.with_c = with_c;
+  return plan_bf16_gemm(q);
+}
+
 std::string describe(const KernelConfig& c) {
   return "KernelConfig(block_m=" + std::to_string(c.block_m) + ", block_n=" + std::to_string(c.block_n) +
          ", block_k=" + std::to_string(c.block_k) + ", stages=" + std::to_string(c.stages) +
@@ -217,6 +240,13 @@ void bind_gemm(nb::module_& m) {
         "D[g] = C[g] + A_g^T @ B_g with A [sum K_g, M], B [sum K_g, N].");
   m.def("plan_fp8_gemm_nt", &plan_fp8_gemm_nt, "m"_a, "n"_a, "k"_a, "num_groups"_a = 1, "expected_m"_a = 0,
         "The kernel configuration the planner picks for a dense FP8 shape (launches nothing).");
+  m.def("plan_fp8_gemm_wgrad", &plan_fp8_gemm_wgrad, "m"_a, "n"_a, "k"_a, "num_groups"_a = 1,
+        "The configuration the planner picks for an FP8 (1,1,128) weight gradient: dense, or k-grouped with k the "
+        "sum of the experts' K (launches nothing).");
+  m.def("plan_bf16_gemm", &plan_bf16, "m"_a, "n"_a, "k"_a, nb::kw_only(), "layout"_a = "dense", "num_groups"_a = 1,
+        "expected_m"_a = 0, "a_mn_major"_a = false, "b_mn_major"_a = false, "fp32_d"_a = false, "with_c"_a = false,
+        "The configuration the planner picks for a BF16 call (layout: dense, contiguous, contiguous_group_ends, "
+        "masked, k_grouped; k-grouped: k is the sum of the experts' K). Launches nothing.");
 }
 
 }  // namespace moegemm::python

@@ -94,3 +94,20 @@ def test_without_torch_the_gemms_ask_for_torch():
             deep_gemm.fp8_gemm_nt(None, None, None)
     else:
         pytest.skip("torch is installed: the GEMMs are the real ones")
+
+
+def test_plans_are_printable_for_every_family():
+    # The planner needs no device: each family's plan is a runnable configuration with its own K step.
+    fp8 = moegemm.plan_fp8_gemm_nt(4096, 7168, 2048)
+    assert fp8.block_k == 128 and fp8.block_m in (64, 128, 256)
+    wgrad = moegemm.plan_fp8_gemm_wgrad(4096, 7168, 32768, num_groups=16)
+    assert wgrad.block_k == 128 and wgrad.block_m in (64, 128)
+    bf16 = moegemm.plan_bf16_gemm(4096, 4096, 7168)
+    assert bf16.block_k == 64 and bf16.smem_bytes > 0
+    tn = moegemm.plan_bf16_gemm(4096, 7168, 32768, layout="k_grouped", num_groups=16)
+    assert tn.block_n % 64 == 0  # MN-major operands: whole 64-wide boxes
+    masked = moegemm.plan_bf16_gemm(32 * 4096, 6144, 7168, layout="masked", num_groups=32, expected_m=192,
+                                    b_mn_major=True)
+    assert masked.block_n % 64 == 0 and masked.cluster_m == 1
+    with pytest.raises(moegemm.InvalidArgumentError, match="layout"):
+        moegemm.plan_bf16_gemm(128, 128, 128, layout="sparse")
