@@ -24,4 +24,10 @@ MOEGEMM_HD constexpr T min_of(T a, T b) { return a < b ? a : b; }
 template <typename T>
 MOEGEMM_HD constexpr T max_of(T a, T b) { return a > b ? a : b; }
 
+// A compile-time int passed as a value (to generic lambdas: the callee's loops then see a constant).
+template <int kValue>
+struct IntConstant {
+  static constexpr int value = kValue;
+};
+
 }  // namespace moegemm::kernels

@@ -1,0 +1,93 @@
+// The passes of one tile of the SM90 GEMM (sm90/gemm.cuh): the scheduler's group, or for row-to-group the experts
+// present in the tile's rows, found by a whole warp; and warp_uniform, which tells the compiler a value is the same
+// in every lane.
+#pragma once
+
+#include "common/platform.cuh"
+#include "common/scheduler.cuh"
+#include "sm90/gemm_params.cuh"
+#include "sm90/ptx.cuh"
+
+namespace moegemm::kernels::sm90 {
+
+// A value every lane of the warp holds, taken from lane 0 so that the compiler knows it is warp-uniform. Values
+// derived from memory reads (routing, k-grouped sizes) are not provably uniform otherwise, and a main loop under a
+// branch or trip count that is not provably uniform leaves the uniform datapath: its WGMMA descriptors are then
+// rebuilt in vector registers every K block (scripts/sass_loops.sh shows it as R2UR in the K loop).
+MOEGEMM_DEVICE int warp_uniform(int value) { return __shfl_sync(0xffffffffu, value, 0); }
+
+// first_group_in_rows / next_group_in_rows (common/scheduler.cuh, the specification) computed by a whole warp: each
+// lane scans every 32nd row, then a min-reduction. One scan yields the two smallest valid groups above `after`,
+// so a tile with one or two experts (nearly all of them) needs a single scan: each scan is a global-memory round
+// trip on the way into or out of a tile. All 32 lanes must call it; all get the same answer (-1: none).
+struct GroupPair {
+  int first, second;  // the smallest valid group above `after`, and the next one
+};
+
+MOEGEMM_DEVICE GroupPair warp_next_groups_in_rows(const int* routing, int begin, int end, int num_groups, int after) {
+  constexpr int kNone = 0x7fffffff;
+  int lo = kNone, hi = kNone;  // lo < hi, or hi == kNone
+  auto insert = [&](int g) {
+    if (g < lo) {
+      hi = lo;
+      lo = g;
+    } else if (g > lo && g < hi) {
+      hi = g;
+    }
+  };
+  // Four loads per lane in flight before any is compared: a 128-row tile costs one memory round trip, not four.
+  for (int base = begin + static_cast<int>(lane_index()); base < end; base += 4 * 32) {
+    int values[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) values[i] = base + 32 * i < end ? routing[base + 32 * i] : -1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (is_valid_group(values[i], num_groups) && values[i] > after) insert(values[i]);
+    }
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int other_lo = __shfl_xor_sync(0xffffffffu, lo, offset);
+    const int other_hi = __shfl_xor_sync(0xffffffffu, hi, offset);
+    if (other_lo != kNone) insert(other_lo);
+    if (other_hi != kNone) insert(other_hi);
+  }
+  // Every lane holds the same values now (warp_uniform tells the compiler).
+  lo = warp_uniform(lo);
+  hi = warp_uniform(hi);
+  return {lo == kNone ? -1 : lo, hi == kNone ? -1 : hi};
+}
+
+// The passes over one tile: the scheduler's group, or for row-to-group the experts present in ascending order,
+// found by the warp. `upcoming` caches the pass after `current` when the last scan saw it.
+template <GroupedKind kLayout>
+struct TilePasses {
+  int current = -1;
+  int upcoming = -1;
+
+  MOEGEMM_DEVICE void start(const SchedulerProblem& p, const TileWork& w) {
+    if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
+      const GroupPair groups = warp_next_groups_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, -1);
+      current = groups.first;
+      upcoming = groups.second;
+    } else {
+      current = warp_uniform(w.group);
+    }
+  }
+
+  // Moves to the next pass; false when the tile is done.
+  MOEGEMM_DEVICE bool advance(const SchedulerProblem& p, const TileWork& w) {
+    if constexpr (kLayout == GroupedKind::kContiguousRowToGroup) {
+      if (current < 0 || upcoming < 0) return false;
+      // A third expert can only follow the second if it also lies in these rows: scan again from the second.
+      const GroupPair groups = warp_next_groups_in_rows(p.routing, w.row_begin, w.row_limit, p.num_groups, upcoming);
+      current = upcoming;
+      upcoming = groups.first;
+      return true;
+    } else {
+      return false;
+    }
+  }
+};
+
+}  // namespace moegemm::kernels::sm90
