@@ -457,7 +457,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             fence_proxy_async_shared();  // the writes, before the copy engine reads them
             named_barrier_sync(1 + warpgroup, 128);
             // Rows of this wave the tile may store: the copy engine bounds them by D's extents (M, N; masked: the
-            // capacity), which is the row limit of a dense tile but not of a grouped one.
+            // capacity), which is the row limit of a dense tile but not of a grouped one. This is the decision
+            // tma_wave_store (common/scheduler.cuh) specifies and the CPU tests check; it is spelled out here, as
+            // the compiled code was verified on the device with it.
             const int wave_first_row = warp_uniform(w.row_begin + wave_row0);
             const int wave_rows = kLayout == GroupedKind::kDense ? 64 : warp_uniform(w.row_limit) - wave_first_row;
             if (wave_rows >= 64) {
