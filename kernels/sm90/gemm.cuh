@@ -423,8 +423,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           if (!passes.advance(prob, w)) break;
           continue;
         }
-        // ---- epilogue: this warpgroup's 64-row waves, through shared memory, bounded by the scheduler's row_action.
-        // A 256-row tile stores its two waves one after the other through the same staging buffer. (The wave is a
+        // ---- epilogue: this warpgroup's 64-row waves, through shared memory, bounded by the scheduler's row_action
+        // (or, with TMA stores, by D's extents and the row limit: tma_wave_store). A 256-row tile stores its two waves
+        // one after the other, through one staging buffer, or one buffer per wave with TMA stores. (The wave is a
         // compile-time constant: a loop over waves, left rolled by the compiler, put the results in local memory.)
         auto store_wave = [&](auto wave_constant) {
           constexpr int v = decltype(wave_constant)::value;
