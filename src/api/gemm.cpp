@@ -42,8 +42,7 @@ KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe
   check(config);
   config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(config.block_m);
   config.num_sms = sms;
-  config.smem_bytes = plan::gemm_smem_bytes(
-      config, recipe, kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), config.block_n));
+  config.smem_bytes = plan::gemm_smem_bytes(config, recipe, layout);
   return config;
 }
 

@@ -31,7 +31,8 @@ constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
 
-int gemm_max_stages(int block_m, int block_n, int recipe, bool tma_store) {
+int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout) {
+  const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), block_n);
   int stages = 1;
   while (stages < kStageCap && kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store)
                                        .launch_bytes <= kMaxSmemBytes) {
@@ -40,7 +41,8 @@ int gemm_max_stages(int block_m, int block_n, int recipe, bool tma_store) {
   return stages;
 }
 
-int gemm_smem_bytes(const KernelConfig& c, int recipe, bool tma_store) {
+int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
+  const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
   return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store).launch_bytes;
 }
 
@@ -105,11 +107,10 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
   }
   best.block_k = kernels::sm90::stage_k(recipe);
   best.math_warpgroups = kernels::sm90::gemm_math_warpgroups(best.block_m);
-  const bool tma_store = kernels::sm90::gemm_tma_store(recipe, kind, best.block_n);
-  best.stages = gemm_max_stages(best.block_m, best.block_n, recipe, tma_store);
+  best.stages = gemm_max_stages(best.block_m, best.block_n, recipe, layout);
   best.cluster_n = 1;
   best.num_sms = num_sms;
-  best.smem_bytes = gemm_smem_bytes(best, recipe, tma_store);
+  best.smem_bytes = gemm_smem_bytes(best, recipe, layout);
   return best;
 }
 
@@ -151,8 +152,23 @@ namespace {
   throw Error(ErrorCode::kInvalidArgument, "options.config: " + rule + ", got " + cfg.to_string());
 }
 
-// The rules every recipe shares: tile height, K step, stages, shared memory (laid out for the layout's epilogue).
+// The rules every recipe shares: clusters, tile height, K step, stages, shared memory (laid out for the layout's
+// epilogue).
 void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
+  // Pairs only. Along N (sharing A): the dense layout, 128- or 256-row tiles. Along M (sharing B): not row-to-group,
+  // whose passes differ between the two CTAs, nor k-grouped.
+  const bool pair_along_m = c.cluster_m == 2 && c.cluster_n == 1;
+  const bool pair_along_n = c.cluster_m == 1 && c.cluster_n == 2;
+  if (!(c.cluster_m == 1 && c.cluster_n == 1) && !pair_along_m && !pair_along_n) {
+    config_fail("clusters must be 1x1, 2x1 (two CTAs along M sharing B) or 1x2 (two CTAs along N sharing A)", c);
+  }
+  if (pair_along_n && (layout != kernels::GroupedKind::kDense || c.block_m < 128)) {
+    config_fail("a 1x2 cluster (A shared along N) needs the dense layout and block_m 128 or 256, so far", c);
+  }
+  if (pair_along_m &&
+      (layout == kernels::GroupedKind::kContiguousRowToGroup || layout == kernels::GroupedKind::kKGrouped)) {
+    config_fail("the row-to-group contiguous and k-grouped layouts run without clusters (cluster_m = 1), so far", c);
+  }
   if (c.block_m == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, static_cast<int>(layout), c.block_n,
                                                                    c.cluster_m)) {
     config_fail(
@@ -165,8 +181,7 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
     config_fail("block_k must be " + std::to_string(kernels::sm90::stage_k(recipe)) + " (128 bytes of K per stage)", c);
   }
   if (c.stages < 2) config_fail("stages must be at least 2", c);
-  if (gemm_smem_bytes(c, recipe, kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n)) >
-      kMaxSmemBytes) {
+  if (gemm_smem_bytes(c, recipe, layout) > kMaxSmemBytes) {
     config_fail(
         "the tile and stages need more shared memory than an SM has (" + std::to_string(kMaxSmemBytes) + " bytes)", c);
   }
@@ -176,7 +191,6 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
 
 void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, int mn_major,
                        kernels::GroupedKind layout) {
-  using kernels::GroupedKind;
   const int r = static_cast<int>(recipe);
   if (!kernels::sm90::recipe_is_bf16(r)) throw Error(ErrorCode::kInternal, "check_bf16_config: not a BF16 recipe");
   if (!kernels::sm90::gemm_block_n_supported(r, c.block_n)) {
@@ -185,22 +199,10 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, 
                 c);
   }
   const bool a_mn = (mn_major & 1) != 0, b_mn = (mn_major & 2) != 0;
-  const bool dense = layout == GroupedKind::kDense;
   if (b_mn && c.block_n % 64 != 0) config_fail("an MN-major B needs block_n a multiple of 64 (whole 64-wide boxes)", c);
-  if (c.cluster_m * c.cluster_n > 2) config_fail("clusters must be 1x1, 2x1 or 1x2", c);
-  if (c.cluster_m == 2) {
-    // Each CTA of the pair multicasts half of B's 128-byte rows; row-to-group tiles run one pass per expert
-    // present, which differs between the two CTAs; k-grouped BF16 runs without clusters.
-    if (b_mn) config_fail("a 2x1 cluster (B shared along M) needs a K-major B", c);
-    if (layout == GroupedKind::kContiguousRowToGroup || layout == GroupedKind::kKGrouped) {
-      config_fail("the row-to-group contiguous and k-grouped layouts run without clusters, so far", c);
-    }
-  }
-  if (c.cluster_n == 2) {
-    if (!dense || a_mn || c.block_m < 128) {
-      config_fail("a 1x2 cluster (A shared along N) needs the dense layout, a K-major A and block_m 128 or 256", c);
-    }
-  }
+  // A pair multicasts halves of the shared operand's 128-byte rows (the layout rules are check_common's).
+  if (c.cluster_m == 2 && b_mn) config_fail("a 2x1 cluster (B shared along M) needs a K-major B", c);
+  if (c.cluster_n == 2 && a_mn) config_fail("a 1x2 cluster (A shared along N) needs a K-major A", c);
   check_common(c, r, layout);
 }
 
@@ -213,26 +215,11 @@ void check_fp8_1d1d_config(const KernelConfig& c) {
 }
 
 void check_fp8_1d2d_config(const KernelConfig& c, kernels::GroupedKind layout) {
-  auto fail = [](const std::string& rule, const KernelConfig& cfg) { config_fail(rule, cfg); };
   if (!kernels::sm90::fp8_1d2d_block_n_supported(c.block_n)) {
-    fail(
+    config_fail(
         "block_n must be a multiple of 16 in [16, 192] with block_n - gcd(block_n, 128) <= 128 (a tile may touch at "
         "most two 128-column scale blocks)",
         c);
-  }
-  if (c.block_k != kernels::sm90::kFp8BlockK) fail("block_k must be 128 for FP8", c);
-  if (c.stages < 2) fail("stages must be at least 2", c);
-  const bool pair_along_m = c.cluster_m == 2 && c.cluster_n == 1;
-  const bool pair_along_n = c.cluster_m == 1 && c.cluster_n == 2;
-  if (!(c.cluster_m == 1 && c.cluster_n == 1) && !pair_along_m && !pair_along_n) {
-    fail("clusters must be 1x1, 2x1 (two CTAs along M sharing B) or 1x2 (two CTAs along N sharing A)", c);
-  }
-  if (pair_along_n && c.block_m < 128) fail("a 1x2 cluster (A shared along N) needs block_m 128 or 256", c);
-  if (pair_along_n && layout != kernels::GroupedKind::kDense) {
-    fail("a 1x2 cluster (A shared along N) runs the dense layout only, so far", c);
-  }
-  if (pair_along_m && layout == kernels::GroupedKind::kContiguousRowToGroup) {
-    fail("the row-to-group contiguous layout runs without clusters (cluster_m = 1)", c);
   }
   check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
 }

@@ -49,13 +49,13 @@ void check_fp8_1d1d_config(const KernelConfig& config);
 void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe recipe, int mn_major,
                        kernels::GroupedKind layout);
 
-// Dynamic shared memory a configuration launches with.
-// recipe: kernels::sm90::GemmRecipe as int (0: (1,128,128), 1: (1,1,128)).
-// tma_store: the kernel stores D through TMA (kernels::sm90::gemm_tma_store of the recipe, layout and block_n).
-int gemm_smem_bytes(const KernelConfig& config, int recipe = 0, bool tma_store = false);
+// Dynamic shared memory a configuration launches with, laid out as the kernel for `recipe`
+// (kernels::sm90::GemmRecipe as int) and `layout` lays it out (D's staging differs where it leaves through TMA:
+// kernels::sm90::gemm_tma_store).
+int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind layout);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
-int gemm_max_stages(int block_m, int block_n, int recipe = 0, bool tma_store = false);
+int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout);
 
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
 double gemm_modelled_us(const ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms, int recipe = 0);

@@ -28,9 +28,7 @@ TEST(Fp8Plan, EveryChoiceIsARunnableConfiguration) {
               EXPECT_EQ(c.cluster_m, 1) << "clusters are opt-in";
               EXPECT_EQ(c.num_sms, sms);
               EXPECT_EQ(c.math_warpgroups, math_warpgroups_for(c.block_m));
-              EXPECT_EQ(c.smem_bytes,
-                        plan::gemm_smem_bytes(c, 0, kernels::sm90::gemm_tma_store(0, static_cast<int>(layout),
-                                                                                    c.block_n)));
+              EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c, 0, layout));
               EXPECT_LE(c.smem_bytes, plan::kMaxSmemBytes);
               EXPECT_GE(c.stages, 3) << c.to_string();
               if (layout == kernels::GroupedKind::kContiguousRowToGroup) {

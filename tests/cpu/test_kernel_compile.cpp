@@ -46,8 +46,7 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = math_warpgroups_for(c.block_m);
-  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe,
-                                     kernels::sm90::gemm_tma_store(c.recipe, static_cast<int>(c.layout), c.block_n));
+  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout);
   cfg.cluster_m = c.cluster_m;
   cfg.cluster_n = c.cluster_n;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
