@@ -102,6 +102,23 @@ plan::ShapeHint shape_hint(const validate::GemmProblem& p) {
   return h;
 }
 
+// Planner hint for k-grouped shapes: M and N per expert, the mean K of sum_k over the experts (at least one K block).
+plan::ShapeHint kgrouped_hint(std::int64_t m, std::int64_t n, std::int64_t sum_k, int num_groups) {
+  plan::ShapeHint hint;
+  hint.m_per_group = m;
+  hint.n = n;
+  hint.k = static_cast<int>(std::max<std::int64_t>(128, sum_k / std::max(1, num_groups)));
+  hint.num_groups = std::max(1, num_groups);
+  return hint;
+}
+
+// The planner's choice for FP8 (1,128,128) (the calls and plan_fp8_gemm_nt): the model over the tiles the layout
+// allows; clusters are opt-in (options.config) except where measured faster (docs/heuristics.md).
+KernelConfig plan_fp8_1d2d(const plan::ShapeHint& hint, int sms, kernels::GroupedKind layout) {
+  const KernelConfig config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, layout);
+  return layout == kernels::GroupedKind::kDense ? plan::with_measured_pair_cluster(config, hint) : config;
+}
+
 void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   if (p.empty) return;
   const int sms = resolve_num_sms(p.max_sms);
@@ -111,12 +128,7 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
     config = checked_override(*p.config, sms, 0, layout,
                               [&](const KernelConfig& c) { plan::check_fp8_1d2d_config(c, layout); });
   } else {
-    // Clusters are opt-in (options.config) except where measured faster: slower than the same tiles without a
-    // cluster on most shapes (docs/heuristics.md).
-    const plan::ShapeHint hint = shape_hint(p);
-    const bool dense = p.layout == validate::Layout::kDense;
-    config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, to_launch(p).layout);
-    if (dense) config = plan::with_measured_pair_cluster(config, hint);
+    config = plan_fp8_1d2d(shape_hint(p), sms, to_launch(p).layout);
   }
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }
@@ -204,15 +216,7 @@ void set_kgrouped_c(const validate::GemmProblem& p, launch::GemmLaunch& l) {
   l.ldc = distinct_c ? p.n : 0;
 }
 
-// Planner hint for k-grouped shapes: M and N per expert, the mean K.
-plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) {
-  plan::ShapeHint hint;
-  hint.m_per_group = p.m;
-  hint.n = p.n;
-  hint.k = static_cast<int>(std::max<std::int64_t>(128, p.k / std::max(1, p.num_groups)));
-  hint.num_groups = p.num_groups;
-  return hint;
-}
+plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) { return kgrouped_hint(p.m, p.n, p.k, p.num_groups); }
 
 }  // namespace
 
@@ -348,21 +352,21 @@ int planning_sms() {
   return sms;
 }
 
-// A k-grouped query's hint: as kgrouped_hint, from M, N, sum K and G.
-plan::ShapeHint kgrouped_query_hint(int m, int n, int sum_k, int num_groups) {
+// An m-grouped (or dense: num_groups 1) query's hint: rows per expert are expected_m, or m / G as the calls'
+// validation defaults them.
+plan::ShapeHint m_grouped_query_hint(int m, int n, int k, int num_groups, int expected_m) {
   plan::ShapeHint h;
-  h.m_per_group = m;
   h.n = n;
-  h.k = std::max(128, sum_k / std::max(1, num_groups));
+  h.k = k;
   h.num_groups = std::max(1, num_groups);
+  h.m_per_group = h.num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : m / h.num_groups) : m;
   return h;
 }
 
 }  // namespace
 
 KernelConfig plan_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
-  const plan::ShapeHint h =
-      num_groups > 1 ? kgrouped_query_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
+  const plan::ShapeHint h = num_groups > 1 ? kgrouped_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
   return plan::choose_fp8_1d1d_config(h, planning_sms());
 }
 
@@ -371,30 +375,18 @@ KernelConfig plan_bf16_gemm(const Bf16PlanQuery& q) {
   const auto layout = static_cast<kernels::GroupedKind>(q.layout);
   const int sms = planning_sms();
   if (layout == kernels::GroupedKind::kKGrouped) {
-    return plan_bf16(kgrouped_query_hint(q.m, q.n, q.k, q.num_groups), sms, GemmRecipe::kBf16Fp32, 3, layout);
+    return plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, GemmRecipe::kBf16Fp32, 3, layout);
   }
-  plan::ShapeHint h;
-  h.n = q.n;
-  h.k = q.k;
-  h.num_groups = layout == kernels::GroupedKind::kDense ? 1 : std::max(1, q.num_groups);
-  h.m_per_group = h.num_groups > 1 ? std::max(1, q.expected_m > 0 ? q.expected_m : q.m / h.num_groups) : q.m;
+  const plan::ShapeHint h = m_grouped_query_hint(
+      q.m, q.n, q.k, layout == kernels::GroupedKind::kDense ? 1 : q.num_groups, q.expected_m);
   const GemmRecipe recipe = q.fp32_d ? GemmRecipe::kBf16Fp32 : q.with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
   return plan_bf16(h, sms, recipe, (q.a_mn_major ? 1 : 0) | (q.b_mn_major ? 2 : 0), layout);
 }
 
 KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
-  plan::ShapeHint h;
-  h.n = n;
-  h.k = k;
-  h.num_groups = std::max(1, num_groups);
-  h.m_per_group = num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : m / h.num_groups) : m;
-  const int sms = planning_sms();
-  // with_measured_pair_cluster leaves grouped problems (num_groups > 1) alone.
-  return plan::with_measured_pair_cluster(
-      plan::choose_fp8_1d2d_config(h, sms, /*allow_cluster=*/false,
-                                   h.num_groups == 1 ? kernels::GroupedKind::kDense
-                                                     : kernels::GroupedKind::kContiguousGroupEnds),
-      h);
+  const plan::ShapeHint h = m_grouped_query_hint(m, n, k, num_groups, expected_m);
+  return plan_fp8_1d2d(h, planning_sms(),
+                       h.num_groups == 1 ? kernels::GroupedKind::kDense : kernels::GroupedKind::kContiguousGroupEnds);
 }
 
 }  // namespace moegemm
