@@ -114,20 +114,14 @@ MOEGEMM_HD RowAction row_action(const SchedulerProblem& p, const TileWork& work,
   return first_pass ? RowAction::kStoreZeros : RowAction::kSkip;
 }
 
-// How an epilogue that stores D through TMA (dense, group-ends and masked tiles) stores a 64-row wave of a tile whose
-// rows end at `row_limit`, starting at row `first_row`: the copy engine takes the whole 64-row box, whose rows past
-// D's extents (dense M; masked, each group's capacity) it drops, or the threads store the wave's first `rows` rows
-// (0: none). For the dense layout row_limit is M itself, so every wave goes whole. Together the waves store exactly
-// the rows row_action accepts (tests/cpu/test_scheduler.cpp checks it on every simulated tile); the SM90 kernel's
-// TMA-store epilogue makes the same decision inline (sm90/gemm.cuh).
-struct WaveStore {
-  bool whole_box;
-  int rows;
-};
-MOEGEMM_HD WaveStore tma_wave_store(GroupedKind kind, int row_limit, int first_row) {
-  const int rows = kind == GroupedKind::kDense ? 64 : row_limit - first_row;
-  if (rows >= 64) return WaveStore{true, 64};
-  return WaveStore{false, rows > 0 ? rows : 0};
+// How an epilogue that stores D through TMA (dense, group-ends and masked tiles) stores the 64-row wave starting at
+// row `first_row` of a tile whose rows end at `row_limit`: 64 or more, the copy engine takes the whole 64-row box,
+// dropping its rows past D's extents (dense M; masked, each group's capacity); 1 to 63, the threads store that many
+// first rows; 0 or less, nothing. For the dense layout row_limit is M itself, so every wave goes whole (and
+// row_limit is not read). Together the waves store exactly the rows row_action accepts (tests/cpu/test_scheduler.cpp
+// checks it on every simulated tile).
+MOEGEMM_HD int tma_wave_rows(GroupedKind kind, int row_limit, int first_row) {
+  return kind == GroupedKind::kDense ? 64 : row_limit - first_row;
 }
 
 // The pass after the one for `pass_group`, or -1 when the tile is done. Kernel loop:

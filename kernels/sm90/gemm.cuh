@@ -424,7 +424,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           continue;
         }
         // ---- epilogue: this warpgroup's 64-row waves, through shared memory, bounded by the scheduler's row_action
-        // (or, with TMA stores, by D's extents and the row limit: tma_wave_store). A 256-row tile stores its two waves
+        // (or, with TMA stores, by D's extents and the row limit: tma_wave_rows). A 256-row tile stores its two waves
         // one after the other, through one staging buffer, or one buffer per wave with TMA stores. (The wave is a
         // compile-time constant: a loop over waves, left rolled by the compiler, put the results in local memory.)
         auto store_wave = [&](auto wave_constant) {
@@ -457,12 +457,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             }
             fence_proxy_async_shared();  // the writes, before the copy engine reads them
             named_barrier_sync(1 + warpgroup, 128);
-            // Rows of this wave the tile may store: the copy engine bounds them by D's extents (M, N; masked: the
-            // capacity), which is the row limit of a dense tile but not of a grouped one. This is the decision
-            // tma_wave_store (common/scheduler.cuh) specifies and the CPU tests check; it is spelled out here, as
-            // the compiled code was verified on the device with it.
+            // Rows of this wave the tile may store (tma_wave_rows): the copy engine bounds them by D's extents (M, N;
+            // masked: the capacity), which is the row limit of a dense tile but not of a grouped one. (Dense: no
+            // shuffle for a row limit the decision does not read.)
             const int wave_first_row = warp_uniform(w.row_begin + wave_row0);
-            const int wave_rows = kLayout == GroupedKind::kDense ? 64 : warp_uniform(w.row_limit) - wave_first_row;
+            const int wave_rows = tma_wave_rows(
+                kLayout, kLayout == GroupedKind::kDense ? 0 : warp_uniform(w.row_limit), wave_first_row);
             if (wave_rows >= 64) {
               if (store_warp) {
                 // (Whole-warp shuffles here, before the election: inside it one lane is active.)

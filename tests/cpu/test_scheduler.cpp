@@ -230,10 +230,8 @@ void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std
         p.kind == GroupedKind::kMasked ? (static_cast<long long>(w.group) + 1) * p.rows : total_rows;
     std::vector<int> stored;
     for (int first = w.row_begin; first < w.row_begin + p.block_m; first += 64) {
-      const moegemm::kernels::WaveStore wave = moegemm::kernels::tma_wave_store(p.kind, w.row_limit, first);
-      const long long end = wave.whole_box ? std::min<long long>(first + 64, extent_end) : first + wave.rows;
-      ASSERT_GE(wave.rows, 0);
-      ASSERT_LE(wave.rows, 64);
+      const int rows = moegemm::kernels::tma_wave_rows(p.kind, w.row_limit, first);
+      const long long end = rows >= 64 ? std::min<long long>(first + 64, extent_end) : first + std::max(rows, 0);
       for (long long row = first; row < end; ++row) stored.push_back(static_cast<int>(row));
     }
     std::vector<int> accepted;
