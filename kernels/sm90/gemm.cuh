@@ -7,11 +7,12 @@
 //   warpgroup kMathWGs (the last 128 threads): its first warp runs the producer loop and one elected lane issues
 //     the TMA loads of A, B and A's scales (and copies B's scales) into a ring of kStages shared-memory stages,
 //     each guarded by a "full" and an "empty" mbarrier;
-//   warpgroups 0..kMathWGs-1: each owns 64 rows of the block_m-row tile. Per 128-wide K block it issues four
-//     m64nNk32 WGMMAs into a fresh FP32 accumulator, waits, frees the stage, and promotes:
-//     result += accumulator * scale_a[row] * scale_b[block]. The epilogue stages BF16 rows in shared memory and
-//     stores them with 16-byte coalesced writes, row by row, only where the scheduler's row_action says so:
-//     no store ever reaches a row outside the tile's group, whatever the capacity or the routing values.
+//   warpgroups 0..kMathWGs-1: each owns one or two 64-row waves of the block_m-row tile. Per 128-wide K block it
+//     issues four m64nNk32 WGMMAs per wave into a fresh FP32 accumulator, waits, frees the stage, and promotes:
+//     result += accumulator * scale_a[row] * scale_b[block] (BF16 accumulates over all of K instead). The
+//     epilogue stages D in shared memory and stores it through TMA (row-limited tiles, gemm_tma_store) or with
+//     16-byte coalesced writes, row by row, where the scheduler's row_action says so: no store ever reaches a row
+//     outside the tile's group, whatever the capacity or the routing values.
 // Tile order comes from the one scheduler (common/scheduler.cuh), run identically by producer and consumers.
 #pragma once
 
@@ -42,8 +43,8 @@ struct PipelineCursor {
 
 // kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
-// kClusterN = 2 (dense, recipe (1,128,128)): pairs along N share each A tile the same way; the scheduler's problem
-// has block_n = 2 * kBlockN.
+// kClusterN = 2 (dense; recipe (1,128,128), or BF16 with A K-major): pairs along N share each A tile the same way;
+// the scheduler's problem has block_n = 2 * kBlockN.
 // kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
 // by WGMMA with the transpose flag.
@@ -90,9 +91,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
   constexpr int kWaveRows = 64 * kMathWGs;
-  constexpr int kWaves = kBlockM / kWaveRows;
+  constexpr int kWaves = gemm_waves(kBlockM);  // as the shared-memory layout sizes the staging
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
-  static_assert(kWaves == gemm_waves(kBlockM), "the shared-memory layout sizes the staging by gemm_waves");
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");

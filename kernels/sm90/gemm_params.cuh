@@ -65,7 +65,8 @@ struct GemmParams {
   const TmaDescriptor* kgrouped_tma;
   // Bytes TMA delivers per stage: gemm_stage_tx_bytes() of the rows A's box holds (block_m, or fewer: a_box_rows()).
   unsigned tx_bytes;
-  // Kernels that store D through TMA (gemm_tma_store): bf16 [M, N] with row stride ldd, box {64, 64}, 128B swizzle.
+  // Kernels that store D through TMA (gemm_tma_store): bf16 [rows, N] with row stride ldd, or [G, capacity, N]
+  // (masked), box {64, 64}, 128B swizzle.
   TmaDescriptor tma_d;
 };
 
@@ -115,7 +116,7 @@ MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe) {
 // (one scale block) or 64 BF16 values.
 MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }
 
-// Consumer warpgroups of a block_m-row tile: one per 64 rows up to two. A 256-row tile (recipe (1,128,128), dense)
+// Consumer warpgroups of a block_m-row tile: one per 64 rows up to two. A 256-row tile (gemm_tall_tile_supported)
 // gives each of the two warpgroups two 64-row waves: WGMMA is m64, and a third and fourth warpgroup would leave
 // each too few registers for its accumulators.
 MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m >= 128 ? 2 : 1; }
@@ -170,7 +171,7 @@ MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_m
 // wave's buffer is next overwritten a whole tile later.
 struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
-  // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) with 128-row tiles the one or
+  // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) the one or
   // two 128x128-block scales of the tile's columns at this K block (two floats, cp.async); otherwise none.
   int sfb_bytes;
   // Bytes per staged D row. Bounded stores: +16 keeps the quad-wise writes bank-conflict free, and the epilogue
@@ -204,7 +205,7 @@ MOEGEMM_HD constexpr int a_box_rows(long long a_rows, int block_m, bool k_major_
 }
 
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
-// with each stage; recipe (1,128,128) with 128-row tiles gets the stage's B block scales by cp.async (not counted in
+// with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in
 // gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
                                                      bool tma_store = false) {
