@@ -87,6 +87,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
   // BF16 D in whole 64-column boxes, row-limited tiles: D leaves through TMA stores (gemm_tma_store).
   constexpr bool kTmaStore = gemm_tma_store(kRecipe, kKind, kBlockN);
+  // BF16 D = C + A B^T on such tiles: C arrives in the staging buffers by TMA during the mainloop (gemm_c_prefetch).
+  constexpr bool kCPrefetch = gemm_c_prefetch(kRecipe, kKind, kBlockN);
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
@@ -128,6 +130,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
       mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
       mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterSize);  // one arrival per consumer warp of the cluster
+    }
+    if constexpr (kCPrefetch) {
+      // One per staging buffer: the issuer's arrive.expect_tx, completed by the C tile's bytes.
+      for (int b = 0; b < kMathWGs * kWaves; ++b) mbarrier_init(&empty_bar[kStages + b], 1);
     }
     fence_barrier_init();
   }
@@ -306,10 +312,35 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     TileWork pair;
     float acc[kAcc];
     float result[kWaves][kAcc];
+    // C prefetch: this warpgroup's barriers (one per wave buffer) and the phase its loads complete next.
+    const u32 c_bar_addr = empty_bar_addr + (kStages + static_cast<u32>(warpgroup) * kWaves) * 8;
+    u32 c_phase = 0;
     while (tiles.next(pair, false)) {
       const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
       passes.start(prob, w);
+      if constexpr (kCPrefetch) {
+        // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run, once the copy engine has read
+        // the previous tile's D out of them. Issued by the thread that tracks the stores (lane 0 of the first warp,
+        // elected in a warp-uniform branch; whole-warp shuffles before the election).
+        if (warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
+          const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(w.row_begin + warpgroup * 64);
+          if (elect_one()) {
+            bulk_wait_group_read<0>();
+#pragma unroll
+            for (int v = 0; v < kWaves; ++v) {
+              const u32 bar = c_bar_addr + v * 8;
+              mbarrier_arrive_expect_tx(bar, 64 * kBlockN * 2);
+#pragma unroll
+              for (int b = 0; b < kBlockN / 64; ++b) {
+                tma_load_2d(d_stage_addr + v * (64 * kBlockN * 2) + b * (64 * 128), &params.tma_c, bar,
+                            n0 + 64 * b, r0 + v * kWaveRows);
+              }
+            }
+          }
+          __syncwarp();
+        }
+      }
       for (int first = 1;; first = 0) {
         const int g = passes.current;
 #pragma unroll
@@ -430,7 +461,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         auto store_wave = [&](auto wave_constant) {
           constexpr int v = decltype(wave_constant)::value;
           const int wave_row0 = v * kWaveRows + warpgroup * 64;  // this wave's first row in the tile
-          if constexpr (kAddBf16C) {
+          if constexpr (kAddBf16C && !kCPrefetch) {
             add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result[v], wave_row0 + row_lo,
                                 static_cast<int>(lane % 4) * 2);
           }
@@ -442,18 +473,29 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             // the compiler build the K loop's WGMMA descriptors in vector registers: 16 R2UR per K block).
             const u32 buf = d_stage_addr + v * (64 * kBlockN * 2);
             const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
-            if (store_warp) {
-              if (elect_one()) bulk_wait_group_read<kWaves - 1>();
-              __syncwarp();
+            if constexpr (kCPrefetch) {
+              // The buffer holds this tile's C (its previous D was read out before C was loaded).
+              mbarrier_wait(c_bar_addr + v * 8, c_phase);
+            } else {
+              if (store_warp) {
+                if (elect_one()) bulk_wait_group_read<kWaves - 1>();
+                __syncwarp();
+              }
+              named_barrier_sync(1 + warpgroup, 128);
             }
-            named_barrier_sync(1 + warpgroup, 128);
-            // Swizzled 64-column boxes (tma_staging_offset): conflict-free 4-byte writes.
+            // Swizzled 64-column boxes (tma_staging_offset): conflict-free 4-byte accesses. With C, each thread reads
+            // C at exactly the elements it then overwrites with D: D = C + A B^T in FP32, rounded once.
 #pragma unroll
             for (int i = 0; i < kAcc; i += 2) {
               const int row = row_lo + ((i >> 1) & 1) * 8;
               const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
-              store_shared_u32(buf + static_cast<u32>(tma_staging_offset(row, col)),
-                               pack_bf16x2(result[v][i], result[v][i + 1]));
+              const u32 addr = buf + static_cast<u32>(tma_staging_offset(row, col));
+              if constexpr (kCPrefetch) {
+                const u32 c = load_shared_u32(addr);
+                result[v][i] += __uint_as_float(c << 16);                // column col (lower address)
+                result[v][i + 1] += __uint_as_float(c & 0xffff0000u);  // column col + 1
+              }
+              store_shared_u32(addr, pack_bf16x2(result[v][i], result[v][i + 1]));
             }
             fence_proxy_async_shared();  // the writes, before the copy engine reads them
             named_barrier_sync(1 + warpgroup, 128);
@@ -537,6 +579,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         };
         store_wave(IntConstant<0>{});
         if constexpr (kWaves > 1) store_wave(IntConstant<1>{});
+        if constexpr (kCPrefetch) c_phase ^= 1u;
         if (!passes.advance(prob, w)) break;
       }
     }

@@ -68,6 +68,9 @@ struct GemmParams {
   // Kernels that store D through TMA (gemm_tma_store): bf16 [rows, N] with row stride ldd, or [G, capacity, N]
   // (masked), box {64, 64}, 128B swizzle.
   TmaDescriptor tma_d;
+  // BF16 D = C + A B^T storing through TMA: C loaded by TMA into the staging buffers (gemm_c_prefetch), the same
+  // box and swizzle, row stride ldc.
+  TmaDescriptor tma_c;
 };
 
 // Parameters of the k-grouped FP8 descriptor step (sm90/kgrouped_descriptors.cuh).
@@ -161,6 +164,14 @@ MOEGEMM_HD constexpr int tma_staging_offset(int row, int col) {
   return (col / 64) * (64 * 128) + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
 }
 
+// BF16 D = C + A B^T on a tile that stores D through TMA: the copy engine loads C's tile into the staging buffers
+// while the tile's WGMMAs run (issued at the tile's start), and the epilogue adds it from shared memory. Without it
+// each thread loads its C values from global memory in the epilogue, two dependent round trips that no tensor work
+// overlaps (C is as many bytes as D).
+MOEGEMM_HD constexpr bool gemm_c_prefetch(int recipe, int kind, int block_n) {
+  return recipe == static_cast<int>(GemmRecipe::kBf16AddC) && gemm_tma_store(recipe, kind, block_n);
+}
+
 // 64-row WGMMA waves per math warpgroup: two for 256-row tiles, else one.
 MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_math_warpgroups(block_m)); }
 
@@ -226,6 +237,10 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, tma_store ? 1024 : 128);
   l.barrier_offset = align_up(l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
+  // C prefetch (gemm_c_prefetch): one barrier per staging buffer, after the stages' full and empty barriers.
+  if (tma_store && recipe == static_cast<int>(GemmRecipe::kBf16AddC)) {
+    l.bytes += gemm_math_warpgroups(block_m) * gemm_waves(block_m) * 8;
+  }
   l.launch_bytes = l.bytes + 1024;
   return l;
 }

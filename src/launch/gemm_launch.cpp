@@ -188,6 +188,13 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     td.strides_bytes[0] = a.ldd * 2, td.strides_bytes[1] = masked ? a.d_group_stride * 2 : 0;
     td.box[0] = 64, td.box[1] = 64, td.box[2] = 1;
     p.tma_d = make_tma_descriptor(td);
+    if (kernels::sm90::gemm_c_prefetch(a.recipe, static_cast<int>(a.layout), c.block_n)) {
+      TmaSpec tc = td;  // C: BF16 [M, N] like D (dense), its own row stride; it may be D itself
+      tc.what = "c";
+      tc.base = a.c;
+      tc.strides_bytes[0] = a.ldc * 2;
+      p.tma_c = make_tma_descriptor(tc);
+    }
   }
   const int layout_bytes =
       kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store).launch_bytes;
