@@ -87,8 +87,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(!kMnMajorB || kBlockN % 64 == 0, "MN-major B: block_n a multiple of 64 (whole 64-wide boxes)");
   // BF16 D in whole 64-column boxes, row-limited tiles: D leaves through TMA stores (gemm_tma_store).
   constexpr bool kTmaStore = gemm_tma_store(kRecipe, kKind, kBlockN);
-  // BF16 D = C + A B^T on such tiles: C arrives in the staging buffers by TMA during the mainloop (gemm_c_prefetch).
+  // BF16 D with C, or FP32 D, on such tiles: C arrives in the staging buffers by TMA during the mainloop
+  // (gemm_c_prefetch); FP32 D only when the call adds C (params.add_c).
   constexpr bool kCPrefetch = gemm_c_prefetch(kRecipe, kKind, kBlockN);
+  // FP32 D through TMA (gemm_fp32_tma_epilogue): its own epilogue, below.
+  constexpr bool kFp32Tma = kFp32Out && kTmaStore;
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
@@ -315,6 +318,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     // C prefetch: this warpgroup's barriers (one per wave buffer) and the phase its loads complete next.
     const u32 c_bar_addr = empty_bar_addr + (kStages + static_cast<u32>(warpgroup) * kWaves) * 8;
     u32 c_phase = 0;
+    // The first row of this warpgroup's 64 rows of a tile in D's (and C's) descriptor: [rows, N], or [G, M, N] when
+    // k-grouped (the expert's own rows).
+    auto box_row = [&](const TileWork& t) {
+      return t.row_begin + warpgroup * 64 - (kKGrouped ? t.group * prob.rows : 0);
+    };
     while (tiles.next(pair, false)) {
       const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
@@ -322,19 +330,27 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       if constexpr (kCPrefetch) {
         // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run, once the copy engine has read
         // the previous tile's D out of them. Issued by the thread that tracks the stores (lane 0 of the first warp,
-        // elected in a warp-uniform branch; whole-warp shuffles before the election).
-        if (warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
-          const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(w.row_begin + warpgroup * 64);
+        // elected in a warp-uniform branch; whole-warp shuffles before the election). Boxes are 128 bytes wide:
+        // 64 BF16 or 32 FP32 columns.
+        constexpr int kDBytes = kFp32Out ? 4 : 2;
+        constexpr int kBoxCols = 128 / kDBytes;
+        if ((!kFp32Out || params.add_c) && warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
+          const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w));
+          const int g0 = kKGrouped ? warp_uniform(w.group) : 0;
           if (elect_one()) {
             bulk_wait_group_read<0>();
 #pragma unroll
             for (int v = 0; v < kWaves; ++v) {
               const u32 bar = c_bar_addr + v * 8;
-              mbarrier_arrive_expect_tx(bar, 64 * kBlockN * 2);
+              mbarrier_arrive_expect_tx(bar, 64 * kBlockN * kDBytes);
 #pragma unroll
-              for (int b = 0; b < kBlockN / 64; ++b) {
-                tma_load_2d(d_stage_addr + v * (64 * kBlockN * 2) + b * (64 * 128), &params.tma_c, bar,
-                            n0 + 64 * b, r0 + v * kWaveRows);
+              for (int b = 0; b < kBlockN / kBoxCols; ++b) {
+                const u32 dst = d_stage_addr + v * (64 * kBlockN * kDBytes) + b * (64 * 128);
+                if constexpr (kKGrouped) {
+                  tma_load_3d(dst, &params.tma_c, bar, n0 + kBoxCols * b, r0 + v * kWaveRows, g0);
+                } else {
+                  tma_load_2d(dst, &params.tma_c, bar, n0 + kBoxCols * b, r0 + v * kWaveRows);
+                }
               }
             }
           }
@@ -448,6 +464,50 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           // (BF16: a k-grouped expert without K leaves result at zero, so its tile stores C alone.)
         }
 
+        if constexpr (kFp32Tma) {
+          // D = C + result in the staging buffer (C arrived by TMA; without C the buffer must first be free of the
+          // previous tile's D), then one TMA store per 32-column box. Rows past M (per expert when k-grouped) and
+          // columns past N lie outside the descriptor: not written.
+          const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+          if (params.add_c) {
+            mbarrier_wait(c_bar_addr, c_phase);
+            c_phase ^= 1u;
+          } else {
+            if (store_warp) {
+              if (elect_one()) bulk_wait_group_read<0>();
+              __syncwarp();
+            }
+            named_barrier_sync(1 + warpgroup, 128);
+          }
+#pragma unroll
+          for (int i = 0; i < kAcc; i += 2) {
+            const int row = row_lo + ((i >> 1) & 1) * 8;
+            const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
+            const u32 addr = d_stage_addr + static_cast<u32>(tma_staging_offset_f32(row, col));
+            float c0 = 0.0f, c1 = 0.0f;
+            if (params.add_c) load_shared_v2_f32(addr, c0, c1);
+            store_shared_v2_f32(addr, c0 + result[0][i], c1 + result[0][i + 1]);
+          }
+          fence_proxy_async_shared();  // the writes, before the copy engine reads them
+          named_barrier_sync(1 + warpgroup, 128);
+          if (store_warp) {
+            const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)), g0 = warp_uniform(w.group);
+            if (elect_one()) {
+#pragma unroll
+              for (int b = 0; b < kBlockN / 32; ++b) {
+                if constexpr (kKGrouped) {
+                  tma_store_3d(&params.tma_d, d_stage_addr + b * (64 * 128), n0 + 32 * b, r0, g0);
+                } else {
+                  tma_store_2d(&params.tma_d, d_stage_addr + b * (64 * 128), n0 + 32 * b, r0);
+                }
+              }
+              bulk_commit_group();
+            }
+            __syncwarp();
+          }
+          if (!passes.advance(prob, w)) break;
+          continue;
+        }
         if constexpr (kFp32Out) {
           store_fp32_with_c<kBlockN>(params, prob, w, g, first != 0, result[0], warpgroup * 64 + row_lo,
                                      static_cast<int>(lane % 4) * 2);

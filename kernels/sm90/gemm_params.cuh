@@ -66,10 +66,11 @@ struct GemmParams {
   // Bytes TMA delivers per stage: gemm_stage_tx_bytes() of the rows A's box holds (block_m, or fewer: a_box_rows()).
   unsigned tx_bytes;
   // Kernels that store D through TMA (gemm_tma_store): bf16 [rows, N] with row stride ldd, or [G, capacity, N]
-  // (masked), box {64, 64}, 128B swizzle.
+  // (masked), box {64, 64}, 128B swizzle; FP32 D: fp32 [M, N] (dense) or [G, M, N] (k-grouped), box {32, 64}, 128B
+  // swizzle.
   TmaDescriptor tma_d;
-  // BF16 D = C + A B^T storing through TMA: C loaded by TMA into the staging buffers (gemm_c_prefetch), the same
-  // box and swizzle, row stride ldc.
+  // D = C + A B^T storing through TMA (gemm_c_prefetch): C, or D itself when C is D, loaded by TMA into the staging
+  // buffers during the tile's mainloop; D's element type, box and swizzle, C's own strides.
   TmaDescriptor tma_c;
 };
 
@@ -145,6 +146,23 @@ MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int blo
   return recipe_has_bf16_out(recipe) && gemm_row_limited_tiles(kind) && block_n <= 128 && cluster_m == 1;
 }
 
+// FP32 D (weight gradients, D = C + A B^T) through TMA, dense and k-grouped, on tiles of whole 32-column boxes: C's
+// tile is loaded by TMA into the staging buffer at the tile's start (its bytes arrive while the WGMMAs run), the
+// epilogue adds the accumulators to it in shared memory and hands the sum to the copy engine. Before, each thread
+// loaded C and stored D itself after the mainloop: 8 bytes per output in and out with no tensor work to hide them,
+// which bounds the short-K and many-expert shapes (G = 16 k-grouped moves C and D 16 times). The descriptors are
+// [M, N] (dense) and [G, M, N] (k-grouped: each expert's box stops at its M rows), so every wave goes whole.
+MOEGEMM_HD constexpr bool gemm_fp32_tma_epilogue(int kind, int block_n) {
+  return (kind == static_cast<int>(GroupedKind::kDense) || kind == static_cast<int>(GroupedKind::kKGrouped)) &&
+         block_n % 32 == 0;
+}
+
+// Byte offset of FP32 D element (row, col) of a 64-row wave in its staging buffer: 32-column boxes of 64 rows x 128
+// bytes, 16-byte chunks 128B-swizzled as in tma_staging_offset.
+MOEGEMM_HD constexpr int tma_staging_offset_f32(int row, int col) {
+  return (col / 32) * (64 * 128) + row * 128 + ((((col % 32) / 4) ^ (row % 8)) * 16) + (col % 4) * 4;
+}
+
 // Kernels whose epilogue stores D through TMA: BF16 D on tiles of whole 64-column boxes in a layout of row-limited
 // tiles. A warpgroup writes its 64-row wave into a 128B-swizzled staging buffer (conflict-free 4-byte writes), and
 // one thread hands it to the copy engine: the warps go on to the next tile while D drains, instead of waiting in
@@ -153,6 +171,7 @@ MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int blo
 // by the threads instead, 16 bytes each from the same staging buffer, row by row below the limit. Row-to-group
 // tiles keep the per-row bounded stores (row_action) throughout.
 MOEGEMM_HD constexpr bool gemm_tma_store(int recipe, int kind, int block_n) {
+  if (recipe_has_fp32_out(recipe)) return gemm_fp32_tma_epilogue(kind, block_n);
   return recipe_has_bf16_out(recipe) && gemm_row_limited_tiles(kind) && block_n % 64 == 0;
 }
 
@@ -164,12 +183,15 @@ MOEGEMM_HD constexpr int tma_staging_offset(int row, int col) {
   return (col / 64) * (64 * 128) + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
 }
 
-// BF16 D = C + A B^T on a tile that stores D through TMA: the copy engine loads C's tile into the staging buffers
-// while the tile's WGMMAs run (issued at the tile's start), and the epilogue adds it from shared memory. Without it
-// each thread loads its C values from global memory in the epilogue, two dependent round trips that no tensor work
-// overlaps (C is as many bytes as D).
+// D = C + A B^T on a tile that stores D through TMA (BF16 D with C; FP32 D when the call adds C): the copy engine
+// loads C's tile into the staging buffers while the tile's WGMMAs run (issued at the tile's start), and the epilogue
+// adds it from shared memory. Without it each thread loads its C values from global memory in the epilogue, two
+// dependent round trips that no tensor work overlaps (C is as many bytes as D).
+MOEGEMM_HD constexpr bool recipe_prefetches_c(int recipe) {
+  return recipe == static_cast<int>(GemmRecipe::kBf16AddC) || recipe_has_fp32_out(recipe);
+}
 MOEGEMM_HD constexpr bool gemm_c_prefetch(int recipe, int kind, int block_n) {
-  return recipe == static_cast<int>(GemmRecipe::kBf16AddC) && gemm_tma_store(recipe, kind, block_n);
+  return recipe_prefetches_c(recipe) && gemm_tma_store(recipe, kind, block_n);
 }
 
 // 64-row WGMMA waves per math warpgroup: two for 256-row tiles, else one.
@@ -228,7 +250,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
   l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe) ? 16 : 0;
-  l.stage_pitch = fp32_out ? 0 : tma_store ? block_n * 2 : block_n * 2 + 16;
+  l.stage_pitch = fp32_out ? (tma_store ? block_n * 4 : 0) : tma_store ? block_n * 2 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch * (tma_store ? gemm_waves(block_m) : 1);
   l.a_offset = 0;
   l.b_offset = l.a_offset + stages * l.a_bytes;
@@ -238,9 +260,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.barrier_offset = align_up(l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   // C prefetch (gemm_c_prefetch): one barrier per staging buffer, after the stages' full and empty barriers.
-  if (tma_store && recipe == static_cast<int>(GemmRecipe::kBf16AddC)) {
-    l.bytes += gemm_math_warpgroups(block_m) * gemm_waves(block_m) * 8;
-  }
+  if (tma_store && recipe_prefetches_c(recipe)) l.bytes += gemm_math_warpgroups(block_m) * gemm_waves(block_m) * 8;
   l.launch_bytes = l.bytes + 1024;
   return l;
 }

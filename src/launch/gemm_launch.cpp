@@ -178,21 +178,31 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   // 128-byte swizzle.
   const bool tma_store = kernels::sm90::gemm_tma_store(a.recipe, static_cast<int>(a.layout), c.block_n);
   if (tma_store) {
+    // BF16 D: 64x64 boxes; FP32 D: 32x64 boxes (128 bytes wide either way). Masked D is [G, capacity, N] with its
+    // group stride; k-grouped FP32 D is contiguous [G, M, N], so that each expert's boxes stop at its M rows.
+    const bool fp32 = kernels::sm90::recipe_has_fp32_out(a.recipe);
+    const bool kgrouped = a.layout == GroupedKind::kKGrouped;
+    const std::uint64_t esize_d = fp32 ? 4 : 2;
     TmaSpec td;
     td.what = "d";
     td.base = a.d;
-    td.element = TmaElement::kBFloat16;
+    td.element = fp32 ? TmaElement::kFloat32 : TmaElement::kBFloat16;
     td.swizzle_128b = true;
-    td.rank = masked ? 3 : 2;
-    td.dims[0] = a.n, td.dims[1] = a.rows, td.dims[2] = masked ? a.num_groups : 1;
-    td.strides_bytes[0] = a.ldd * 2, td.strides_bytes[1] = masked ? a.d_group_stride * 2 : 0;
-    td.box[0] = 64, td.box[1] = 64, td.box[2] = 1;
+    td.rank = masked || kgrouped ? 3 : 2;
+    td.dims[0] = a.n, td.dims[1] = a.rows, td.dims[2] = masked || kgrouped ? a.num_groups : 1;
+    td.strides_bytes[0] = a.ldd * esize_d;
+    td.strides_bytes[1] = masked ? a.d_group_stride * esize_d : kgrouped ? a.rows * a.ldd * esize_d : 0;
+    td.box[0] = fp32 ? 32 : 64, td.box[1] = 64, td.box[2] = 1;
     p.tma_d = make_tma_descriptor(td);
-    if (kernels::sm90::gemm_c_prefetch(a.recipe, static_cast<int>(a.layout), c.block_n)) {
-      TmaSpec tc = td;  // C: BF16 [M, N] like D (dense), its own row stride; it may be D itself
+    if (kernels::sm90::gemm_c_prefetch(a.recipe, static_cast<int>(a.layout), c.block_n) && (!fp32 || a.add_c)) {
+      // C through the same kind of descriptor as D: C itself, or D when C is D (FP32 D with no distinct C; BF16 C
+      // is always passed, D's pointer when it aliases D).
+      TmaSpec tc = td;
       tc.what = "c";
-      tc.base = a.c;
-      tc.strides_bytes[0] = a.ldc * 2;
+      tc.base = a.c != nullptr ? a.c : a.d;
+      const std::uint64_t ldc = a.c != nullptr ? a.ldc : a.ldd;
+      tc.strides_bytes[0] = ldc * esize_d;
+      if (kgrouped) tc.strides_bytes[1] = a.rows * ldc * esize_d;
       p.tma_c = make_tma_descriptor(tc);
     }
   }
