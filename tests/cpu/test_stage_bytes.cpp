@@ -102,6 +102,57 @@ TEST(StageBytes, TmaStoreStagingIsAlignedDisjointAndConflictFree) {
   }
 }
 
+// FP32 D through TMA (gemm_fp32_tma_epilogue): one 64-row buffer per math warpgroup of 32-column boxes (128 bytes
+// wide, the 128-byte swizzle), between the stages and the barriers. tma_staging_offset_f32 maps the wave's elements
+// one to one onto it, and each of a warp's 8-byte accesses (a column pair of the accumulator layout) touches every
+// bank exactly twice: 256 bytes in two wavefronts, the fewest possible.
+TEST(StageBytes, Fp32TmaStagingIsAlignedOneToOneAndSpreadOverAllBanks) {
+  using kernels::sm90::gemm_smem_layout;
+  const int fp32_recipes[] = {1, 3};  // FP8 (1,1,128) and BF16 with FP32 D
+  for (int recipe : fp32_recipes) {
+    ASSERT_TRUE(kernels::sm90::recipe_has_fp32_out(recipe));
+    for (int block_m : {64, 128}) {
+      for (int block_n : {32, 64, 128, 160}) {
+        ASSERT_TRUE(kernels::sm90::gemm_tma_store(recipe, 0, block_n));
+        ASSERT_TRUE(kernels::sm90::gemm_tma_store(recipe, static_cast<int>(kernels::GroupedKind::kKGrouped), block_n));
+        const auto l = gemm_smem_layout(block_m, block_n, 3, recipe, true);
+        EXPECT_EQ(l.d_offset % 1024, 0);
+        EXPECT_EQ(l.d_bytes_per_wg, 64 * block_n * 4);
+        EXPECT_GE(l.d_offset, l.sfb_offset + 3 * l.sfb_bytes);
+        EXPECT_LE(l.d_offset + kernels::sm90::gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, l.barrier_offset);
+      }
+    }
+    EXPECT_FALSE(kernels::sm90::gemm_tma_store(recipe, 0, 48));  // not whole 32-column boxes: stored by threads
+  }
+  for (int block_n : {32, 64, 160}) {
+    std::vector<int> hits(64 * block_n * 4, 0);
+    for (int row = 0; row < 64; ++row) {
+      for (int col = 0; col < block_n; col += 2) {
+        const int off = kernels::sm90::tma_staging_offset_f32(row, col);
+        ASSERT_EQ(off % 8, 0);
+        ASSERT_LT(off + 7, 64 * block_n * 4);
+        for (int b = 0; b < 8; ++b) ++hits[off + b];
+        EXPECT_EQ(off / 128, (col / 32) * 64 + row);  // box col / 32, row `row`: swizzling stays inside the row
+      }
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << "block_n " << block_n;
+    for (int warp = 0; warp < 4; ++warp) {
+      for (int half = 0; half < 2; ++half) {
+        for (int group = 0; group < block_n / 8; ++group) {
+          int per_bank[32] = {};
+          for (int lane = 0; lane < 32; ++lane) {
+            const int row = warp * 16 + lane / 4 + half * 8, col = group * 8 + (lane % 4) * 2;
+            const int bank = (kernels::sm90::tma_staging_offset_f32(row, col) / 4) % 32;
+            ++per_bank[bank];
+            ++per_bank[bank + 1];
+          }
+          for (int b = 0; b < 32; ++b) EXPECT_EQ(per_bank[b], 2) << "block_n " << block_n << " bank " << b;
+        }
+      }
+    }
+  }
+}
+
 TEST(StageBytes, MaskedMnMajorAndClustersKeepTheTileHeight) {
   EXPECT_EQ(a_box_rows(1, 64, false, 1), 64);  // masked slabs, MN-major A, k-grouped: not a K-major 2-D A
   EXPECT_EQ(a_box_rows(1, 128, true, 2), 128);

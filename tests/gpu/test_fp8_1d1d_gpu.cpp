@@ -87,7 +87,7 @@ TEST(Fp8WgradStagedGpu, BitwiseEqualAcrossCallsAndConfigurations) {
       KernelConfig cfg;
       cfg.block_m = bm;
       cfg.block_n = bn;
-      cfg.stages = 4;
+      cfg.stages = 3;  // fits every tile here, including 128x160 with its FP32 staging buffer
       cfg.math_warpgroups = bm / 64;
       for (int rep = 0; rep < 2; ++rep) {
         std::vector<float> got;
