@@ -74,6 +74,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr u32 kMnChunkBytes = 64 * 128;  // one [64 K rows][64 MN values] BF16 box
   static_assert(kMnMajor == 0 || kUnscaled, "MN-major operands: BF16 only (FP8 WGMMA reads K-major operands)");
   constexpr bool kKGrouped = kKind == static_cast<int>(GroupedKind::kKGrouped);
+  constexpr bool kRowToGroup = kKind == static_cast<int>(GroupedKind::kContiguousRowToGroup);
   static_assert(!kMnMajorA || kKind == static_cast<int>(GroupedKind::kDense) || kKGrouped,
                 "MN-major A: dense or k-grouped only");
   // K-grouped BF16 (the tn form): A [sum K, M] and B [sum K, N], both MN-major, one descriptor each; an expert's K
@@ -533,15 +534,26 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             // the compiler build the K loop's WGMMA descriptors in vector registers: 16 R2UR per K block).
             const u32 buf = d_stage_addr + v * (64 * kBlockN * 2);
             const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+            // Row-to-group: the passes of a tile fill one buffer, each thread always the same elements (no barrier
+            // between passes); the first waits for the buffer, the last stores it.
+            const bool first_pass = !kRowToGroup || first != 0;
+            const bool last_pass = !kRowToGroup || passes.current < 0 || passes.upcoming < 0;
             if constexpr (kCPrefetch) {
               // The buffer holds this tile's C (its previous D was read out before C was loaded).
               mbarrier_wait(c_bar_addr + v * 8, c_phase);
-            } else {
+            } else if (first_pass) {
               if (store_warp) {
                 if (elect_one()) bulk_wait_group_read<kWaves - 1>();
                 __syncwarp();
               }
               named_barrier_sync(1 + warpgroup, 128);
+            }
+            // Row-to-group: what this pass stores in each of the thread's two rows (row_action: its expert's rows,
+            // zeros for padding rows in the first pass, else nothing).
+            RowAction act_lo = RowAction::kStoreAccumulator, act_hi = RowAction::kStoreAccumulator;
+            if constexpr (kRowToGroup) {
+              act_lo = row_action(prob, w, g, first != 0, w.row_begin + wave_row0 + row_lo);
+              act_hi = row_action(prob, w, g, first != 0, w.row_begin + wave_row0 + row_lo + 8);
             }
             // Swizzled 64-column boxes (tma_staging_offset): conflict-free 4-byte accesses. With C, each thread reads
             // C at exactly the elements it then overwrites with D: D = C + A B^T in FP32, rounded once.
@@ -555,8 +567,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 result[v][i] += __uint_as_float(c << 16);                // column col (lower address)
                 result[v][i + 1] += __uint_as_float(c & 0xffff0000u);  // column col + 1
               }
-              store_shared_u32(addr, pack_bf16x2(result[v][i], result[v][i + 1]));
+              if constexpr (kRowToGroup) {
+                const RowAction act = ((i >> 1) & 1) != 0 ? act_hi : act_lo;
+                if (act == RowAction::kSkip) continue;
+                store_shared_u32(addr, act == RowAction::kStoreZeros ? 0u : pack_bf16x2(result[v][i], result[v][i + 1]));
+              } else {
+                store_shared_u32(addr, pack_bf16x2(result[v][i], result[v][i + 1]));
+              }
             }
+            if (!last_pass) return;
             fence_proxy_async_shared();  // the writes, before the copy engine reads them
             named_barrier_sync(1 + warpgroup, 128);
             // Rows of this wave the tile may store (tma_wave_rows): the copy engine bounds them by D's extents (M, N;

@@ -169,10 +169,13 @@ MOEGEMM_HD constexpr int tma_staging_offset_f32(int row, int col) {
 // their own stores when D's writes outrun memory (short-K shapes, where D is as many bytes as the operands). The
 // copy engine bounds rows only by D's extents, so a grouped wave that reaches past its group's row limit is stored
 // by the threads instead, 16 bytes each from the same staging buffer, row by row below the limit. Row-to-group
-// tiles keep the per-row bounded stores (row_action) throughout.
+// tiles fill the buffer over their passes (each pass its expert's rows, the first also the padding rows' zeros:
+// row_action) and the last pass stores it; its rows are bounded by the tile's row limit as for group ends.
 MOEGEMM_HD constexpr bool gemm_tma_store(int recipe, int kind, int block_n) {
   if (recipe_has_fp32_out(recipe)) return gemm_fp32_tma_epilogue(kind, block_n);
-  return recipe_has_bf16_out(recipe) && gemm_row_limited_tiles(kind) && block_n % 64 == 0;
+  return recipe_has_bf16_out(recipe) &&
+         (gemm_row_limited_tiles(kind) || kind == static_cast<int>(GroupedKind::kContiguousRowToGroup)) &&
+         block_n % 64 == 0;
 }
 
 // Byte offset of D element (row, col) of a 64-row wave in its TMA staging buffer: 64-column boxes of 64 rows x 128

@@ -188,6 +188,7 @@ void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std
   using moegemm::kernels::row_action;
   const long long total_rows = static_cast<long long>(stamps.size()) / std::max(p.n, 1);
   std::vector<int> passes;
+  std::vector<int> touched;  // rows some pass stores (accumulator or zeros), in order, each once
   bool first = true;
   for (int g = w.group;; first = false) {
     passes.push_back(g);
@@ -199,6 +200,7 @@ void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std
     for (int row = w.row_begin; row < w.row_begin + p.block_m; ++row) {
       const RowAction action = row_action(p, w, g, first, row);
       if (action == RowAction::kSkip) continue;
+      touched.push_back(row);
       ASSERT_GE(row, 0);
       ASSERT_LT(row, total_rows) << "store past the end of D";
       for (int col = w.n_begin; col < std::min(w.n_begin + p.block_n, p.n); ++col) {
@@ -220,12 +222,12 @@ void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std
   } else {
     ASSERT_EQ(passes.size(), 1u);
   }
-  // Tiles of row-limited layouts (dense, group ends, masked) in 64-row waves may store through TMA: a whole box goes
-  // to the copy engine, which drops rows past D's extents (dense and contiguous: the rows of D; masked: each group's
-  // capacity), or the threads store the first rows. The rows stored must be exactly those row_action accepts.
-  const bool row_limited = p.kind == GroupedKind::kDense || p.kind == GroupedKind::kContiguousGroupEnds ||
-                           p.kind == GroupedKind::kMasked;
-  if (row_limited && p.block_m % 64 == 0) {
+  // Tiles in 64-row waves may store through TMA: a whole box goes to the copy engine, which drops rows past D's
+  // extents (dense and contiguous: the rows of D; masked: each group's capacity), or the threads store the first
+  // rows. The rows stored must be exactly those row_action accepts: for row-to-group, those some pass accepts (the
+  // passes fill one staging buffer, each its own rows and the first the padding rows' zeros, and the last stores
+  // it).
+  if (p.kind != GroupedKind::kKGrouped && p.block_m % 64 == 0) {
     const long long extent_end =
         p.kind == GroupedKind::kMasked ? (static_cast<long long>(w.group) + 1) * p.rows : total_rows;
     std::vector<int> stored;
@@ -234,10 +236,9 @@ void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std
       const long long end = rows >= 64 ? std::min<long long>(first + 64, extent_end) : first + std::max(rows, 0);
       for (long long row = first; row < end; ++row) stored.push_back(static_cast<int>(row));
     }
-    std::vector<int> accepted;
-    for (int row = w.row_begin; row < w.row_begin + p.block_m; ++row) {
-      if (row_action(p, w, w.group, true, row) == RowAction::kStoreAccumulator) accepted.push_back(row);
-    }
+    std::vector<int> accepted = touched;
+    std::sort(accepted.begin(), accepted.end());
+    ASSERT_TRUE(std::adjacent_find(accepted.begin(), accepted.end()) == accepted.end()) << "a row stored twice";
     ASSERT_EQ(stored, accepted) << "TMA-store waves of " << describe(w);
   }
 }
