@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/gpu_support.hpp"
@@ -510,6 +511,23 @@ TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
   index[401] = -9;  // < -1: padding
   for (int r = 512; r < 640; ++r) index[r] = 2;
   run_contiguous_case(groups, 256, 384, index, false, m_total, rng, "row to group");
+  // Forced tiles: D through TMA over one pass or several (128x128, 64x192 and 128x192: whole 64-column boxes),
+  // and by the threads (128x96); with M_total = 600 the last tile's second wave has 24 rows (stored by threads
+  // from the staging buffer).
+  for (int rows : {640, 600}) {
+    for (const auto& [bm, bn, st] : {std::tuple{128, 128, 4}, std::tuple{64, 192, 6}, std::tuple{128, 192, 4},
+                                     std::tuple{128, 96, 5}}) {
+      KernelConfig cfg;
+      cfg.block_m = bm;
+      cfg.block_n = bn;
+      cfg.stages = st;
+      cfg.math_warpgroups = bm / 64;
+      const std::vector<int> head(index.begin(), index.begin() + rows);
+      const std::string what = "row to group " + std::to_string(bm) + "x" + std::to_string(bn) + ", M " +
+                               std::to_string(rows);
+      run_contiguous_case(groups, 384, 384, head, false, rows, rng, what.c_str(), &cfg);
+    }
+  }
 }
 
 }  // namespace
