@@ -165,6 +165,28 @@ TEST(Fp8Plan, PairClusterOnlyWhereMeasured) {
   EXPECT_EQ(plan::with_measured_pair_cluster(plan::choose_fp8_1d2d_config(pair, 1, false, kernels::GroupedKind::kDense), pair).cluster_m, 1);
 }
 
+TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
+  // Dense FP8 weight gradients (FP32 D): 128x128 with 4 stages where the model's wider 3-stage tile runs three or
+  // more waves (measured 1-16% faster, docs/results/2026-12-03-rtg-and-wgrad-tiles.md); the one-wave 576 x 4096
+  // keeps the wider tile; k-grouped keeps the model's tile (measured mixed).
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+  for (long long m : {2112LL, 24576LL, 32768LL, 7168LL, 4096LL}) {
+    const KernelConfig c = plan::choose_fp8_1d1d_config({m, 4096, 7168, 1}, 132);
+    EXPECT_EQ(c.block_m, 128) << m;
+    EXPECT_EQ(c.block_n, 128) << m;
+    EXPECT_EQ(c.stages, plan::gemm_max_stages(128, 128, kRecipe, kernels::GroupedKind::kDense));
+    EXPECT_EQ(c.stages, 4);
+    EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c, kRecipe, kernels::GroupedKind::kDense));
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(c));
+  }
+  const KernelConfig one_wave = plan::choose_fp8_1d1d_config({576, 4096, 7168, 1}, 132);
+  EXPECT_GT(one_wave.block_n, 128) << one_wave.to_string();
+  const KernelConfig grouped = plan::choose_fp8_1d1d_config({4096, 7168, 2048, 16}, 132);
+  EXPECT_GT(grouped.block_n, 128) << grouped.to_string();
+  // The plan query answers the same.
+  EXPECT_EQ(plan_fp8_gemm_wgrad(24576, 4096, 1536).block_n, 128);
+}
+
 TEST(Fp8Plan, OverridesAreChecked) {
   KernelConfig c;
   c.block_m = 96;
