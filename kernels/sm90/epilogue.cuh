@@ -1,6 +1,7 @@
-// Epilogue helpers of the SM90 GEMM (sm90/gemm.cuh) that work from the accumulators in registers: the FP32-output
-// store with C, BF16 C added before the rounding, and BF16 D's row addressing. (The staged BF16 stores, bounded or
-// through TMA, live in the kernel: they share its staging buffers and barriers.)
+// Epilogue helpers of the SM90 GEMM (sm90/gemm.cuh): the FP32-output store with C and BF16 C added before the
+// rounding, both from the accumulators in registers; BF16 D's row addressing; and C loaded into the TMA-store
+// staging buffers at a tile's start. (The staged stores, bounded or through TMA, live in the kernel: they share its
+// staging buffers, barriers and wave loop.)
 #pragma once
 
 #include "common/platform.cuh"
@@ -100,6 +101,30 @@ template <bool kMasked>
 MOEGEMM_DEVICE unsigned short* bf16_d_row(const GemmParams& params, int group, int row) {
   const int g = kMasked ? group : 0;
   return params.d + g * params.d_group_stride + (row - static_cast<long long>(g) * params.d_rows_per_group) * params.ldd;
+}
+
+// Called by the one thread of a warpgroup that tracks its stores: once the copy engine has read the previous
+// tile's D out of the warpgroup's wave buffers, loads this tile's C into them, one barrier per buffer (c_bar, 8
+// bytes apart). Boxes are 128 bytes wide: 64 BF16 or 32 FP32 columns (kDBytes 2 or 4); n0, r0 and g0 are the box
+// coordinates of the warpgroup's first wave in C's descriptor (g0: k-grouped only).
+template <int kBlockN, int kWaves, int kWaveRows, int kDBytes, bool kKGrouped>
+MOEGEMM_DEVICE void load_c_into_staging(const GemmParams& params, u32 c_bar, u32 buffers, int n0, int r0, int g0) {
+  constexpr int kBoxCols = 128 / kDBytes;
+  bulk_wait_group_read<0>();
+#pragma unroll
+  for (int v = 0; v < kWaves; ++v) {
+    const u32 bar = c_bar + v * 8;
+    mbarrier_arrive_expect_tx(bar, 64 * kBlockN * kDBytes);
+#pragma unroll
+    for (int b = 0; b < kBlockN / kBoxCols; ++b) {
+      const u32 dst = buffers + v * (64 * kBlockN * kDBytes) + b * (64 * 128);
+      if constexpr (kKGrouped) {
+        tma_load_3d(dst, &params.tma_c, bar, n0 + kBoxCols * b, r0 + v * kWaveRows, g0);
+      } else {
+        tma_load_2d(dst, &params.tma_c, bar, n0 + kBoxCols * b, r0 + v * kWaveRows);
+      }
+    }
+  }
 }
 
 }  // namespace moegemm::kernels::sm90

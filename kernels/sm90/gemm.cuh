@@ -329,31 +329,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       TilePasses<kLayout> passes;
       passes.start(prob, w);
       if constexpr (kCPrefetch) {
-        // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run, once the copy engine has read
-        // the previous tile's D out of them. Issued by the thread that tracks the stores (lane 0 of the first warp,
-        // elected in a warp-uniform branch; whole-warp shuffles before the election). Boxes are 128 bytes wide:
-        // 64 BF16 or 32 FP32 columns.
-        constexpr int kDBytes = kFp32Out ? 4 : 2;
-        constexpr int kBoxCols = 128 / kDBytes;
+        // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run (load_c_into_staging), issued
+        // by the thread that tracks the stores: lane 0 of the first warp, elected in a warp-uniform branch, with the
+        // whole-warp shuffles before the election.
         if ((!kFp32Out || params.add_c) && warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
           const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w));
           const int g0 = kKGrouped ? warp_uniform(w.group) : 0;
           if (elect_one()) {
-            bulk_wait_group_read<0>();
-#pragma unroll
-            for (int v = 0; v < kWaves; ++v) {
-              const u32 bar = c_bar_addr + v * 8;
-              mbarrier_arrive_expect_tx(bar, 64 * kBlockN * kDBytes);
-#pragma unroll
-              for (int b = 0; b < kBlockN / kBoxCols; ++b) {
-                const u32 dst = d_stage_addr + v * (64 * kBlockN * kDBytes) + b * (64 * 128);
-                if constexpr (kKGrouped) {
-                  tma_load_3d(dst, &params.tma_c, bar, n0 + kBoxCols * b, r0 + v * kWaveRows, g0);
-                } else {
-                  tma_load_2d(dst, &params.tma_c, bar, n0 + kBoxCols * b, r0 + v * kWaveRows);
-                }
-              }
-            }
+            load_c_into_staging<kBlockN, kWaves, kWaveRows, kFp32Out ? 4 : 2, kKGrouped>(params, c_bar_addr,
+                                                                                      d_stage_addr, n0, r0, g0);
           }
           __syncwarp();
         }
