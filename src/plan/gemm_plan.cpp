@@ -46,19 +46,24 @@ int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layo
   return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store).launch_bytes;
 }
 
-double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
-  // BF16 runs at half the FP8 tensor rate and moves two bytes per element, 64 of K per stage.
-  const bool bf16 = kernels::sm90::recipe_is_bf16(recipe);
-  const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
-  const double esize = bf16 ? 2.0 : 1.0;
-  // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty) and loads half of B.
+long long gemm_waves_of(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
+  // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty).
   const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
   const long long m_blocks = std::max<long long>(1, (h.m_per_group + pair_rows - 1) / pair_rows) * cluster_m;
   const long long n_blocks = (h.n + block_n - 1) / block_n;
   const long long tiles = m_blocks * n_blocks * h.num_groups;
   const long long slots = num_sms / cluster_m * cluster_m;
-  const long long waves = (tiles + slots - 1) / slots;
-  // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows.
+  return (tiles + slots - 1) / slots;
+}
+
+double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
+  // BF16 runs at half the FP8 tensor rate and moves two bytes per element, 64 of K per stage.
+  const bool bf16 = kernels::sm90::recipe_is_bf16(recipe);
+  const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
+  const double esize = bf16 ? 2.0 : 1.0;
+  const long long waves = gemm_waves_of(h, block_m, block_n, cluster_m, num_sms);
+  // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows; in
+  // a cluster of two each CTA loads half of B.
   const double mma_us = 2.0 * block_m * block_n * h.k / flops_per_sm * 1e6;
   const double real_rows = static_cast<double>(std::min<long long>(block_m, h.m_per_group));
   const double load_us = (real_rows + static_cast<double>(block_n) / cluster_m) * h.k * esize / kL2BytesPerSm * 1e6;
@@ -149,10 +154,8 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
   // which hold 4 stages beside their FP32 staging buffer, ran 1-13% faster than the model's 128x160 with 3, on every
   // row with three or more waves; the model has no term for pipeline depth. With fewer waves the wider tile's
   // smaller wave count wins (576 x 4096: one wave of 128x160 against two of 128x128, 47 us against 70).
-  const long long m_blocks = (hint.m_per_group + 127) / 128;
-  const long long waves = (m_blocks * ((hint.n + config.block_n - 1) / config.block_n) + num_sms - 1) /
-                          std::max(num_sms, 1);
-  if (hint.num_groups == 1 && config.block_m == 128 && config.block_n > 128 && waves >= 3) {
+  if (hint.num_groups == 1 && config.block_m == 128 && config.block_n > 128 &&
+      gemm_waves_of(hint, config.block_m, config.block_n, config.cluster_m, num_sms) >= 3) {
     config.block_n = 128;
     config.stages = gemm_max_stages(128, 128, kRecipe, kernels::GroupedKind::kDense);
     config.smem_bytes = gemm_smem_bytes(config, kRecipe, kernels::GroupedKind::kDense);

@@ -57,6 +57,9 @@ int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
 int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout);
 
+// Waves of tiles a configuration runs on num_sms SMs (a cluster of two takes pair tiles), as the model counts them.
+long long gemm_waves_of(const ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms);
+
 // Modelled time of a configuration in microseconds (exposed for tests and for printing the choice).
 double gemm_modelled_us(const ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms, int recipe = 0);
 
