@@ -34,6 +34,7 @@ struct Options {
   unsigned long long seed = 1;
   std::string json_path;
   std::string commit;
+  std::string rows;  // keep only rows whose label contains this text (empty: all)
   bool list = false;
   bool probe = false;
 };
@@ -42,7 +43,7 @@ const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
-    "                     [--list] [--probe]\n"
+    "                     [--rows TEXT] [--list] [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -55,6 +56,8 @@ const char* kUsage =
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too)\n"
     "                   on every moegemm call of the run\n"
     "  --print-config   show the planner's configuration for each row (with --list: no GPU needed)\n"
+    "  --rows TEXT      run only the suite rows whose label contains TEXT (e.g. \"G=32 exp=192\"); a row\n"
+    "                   keeps the inputs it has in the whole suite\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
@@ -128,6 +131,8 @@ Options parse(int argc, char** argv) {
       o.json_path = value();
     } else if (arg == "--commit") {
       o.commit = value();
+    } else if (arg == "--rows") {
+      o.rows = value();
     } else if (arg == "--list") {
       o.list = true;
     } else if (arg == "--probe") {
@@ -186,8 +191,11 @@ int main(int argc, char** argv) {
   try {
     options = parse(argc, argv);
     for (const std::string& suite : options.suites) {
-      for (Case& c : build_suite(suite, options.shape, options.seed)) cases.push_back(std::move(c));
+      for (Case& c : build_suite(suite, options.shape, options.seed)) {
+        if (c.label().find(options.rows) != std::string::npos) cases.push_back(std::move(c));
+      }
     }
+    if (cases.empty()) throw std::invalid_argument("--rows: no row of the chosen suites contains \"" + options.rows + "\"");
   } catch (const std::exception& e) {
     std::cerr << "moegemm-bench: " << e.what() << "\n";
     return kExitUsage;
