@@ -48,8 +48,11 @@ struct PipelineCursor {
 // kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
 // by WGMMA with the transpose flag.
+// kSplitK > 1 (dense, 64-row tiles up to 64 wide): the kSplitK CTAs of a cluster compute the same tile over their
+// own slices of K, and rank 0 adds the others' partial results in rank order before its epilogue
+// (gemm_split_k_supported, sm90/gemm_params.cuh).
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0,
-          int kClusterN = 1>
+          int kClusterN = 1, int kSplitK = 1>
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
@@ -93,7 +96,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kCPrefetch = gemm_c_prefetch(kRecipe, kKind, kBlockN);
   // FP32 D through TMA (gemm_fp32_tma_epilogue): its own epilogue, below.
   constexpr bool kFp32Tma = kFp32Out && kTmaStore;
-  constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore);
+  static_assert(gemm_split_k_supported(kRecipe, kKind, kBlockM, kBlockN, kSplitK) &&
+                    (kSplitK == 1 || (kClusterM == 1 && kClusterN == 1)),
+                "split K: see gemm_split_k_supported (sm90/gemm_params.cuh); no multicast pair besides");
+  constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
   constexpr int kWaveRows = 64 * kMathWGs;
@@ -105,7 +111,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 && (kBlockScaledB || (kUnscaled && !kMnMajorA)) &&
                                    kKind == static_cast<int>(GroupedKind::kDense) && kBlockM >= 128),
                 "A shared along N: pairs, dense, recipe (1,128,128) or BF16 with A K-major, 128- or 256-row tiles");
-  constexpr int kClusterSize = kClusterM * kClusterN;
+  constexpr int kPairSize = kClusterM * kClusterN;  // CTAs that share (multicast) the stages' operands
+  constexpr int kClusterSize = kPairSize * kSplitK;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
   static_assert(kClusterM == 1 || kLayout != GroupedKind::kContiguousRowToGroup, "no multicast for row-to-group");
   static_assert(kClusterM == 1 || kBlockN % 16 == 0, "each CTA multicasts half of the B tile: 8-row swizzle atoms");
@@ -114,6 +121,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
   u64* full_bar = reinterpret_cast<u64*>(smem + kSmem.barrier_offset);
   u64* empty_bar = full_bar + kStages;
+  // Split K: the partials' two barriers follow the stages' and the C prefetch's.
+  constexpr int kSplitBarrier = 2 * kStages + (kCPrefetch ? kMathWGs * kWaves : 0);
 
   SchedulerProblem kgrouped_problem = params.problem;  // k-grouped: sizes from the parameters when not on the device
   if constexpr (kKGrouped) {
@@ -133,11 +142,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     for (int s = 0; s < kStages; ++s) {
       // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
       mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
-      mbarrier_init(&empty_bar[s], kMathWGs * 4 * kClusterSize);  // one arrival per consumer warp of the cluster
+      mbarrier_init(&empty_bar[s], kMathWGs * 4 * kPairSize);  // one arrival per consumer warp of the pair
     }
     if constexpr (kCPrefetch) {
       // One per staging buffer: the issuer's arrive.expect_tx, completed by the C tile's bytes.
       for (int b = 0; b < kMathWGs * kWaves; ++b) mbarrier_init(&empty_bar[kStages + b], 1);
+    }
+    if constexpr (kSplitK > 1) {
+      // Rank 0's "partials full": every consumer thread of the other ranks; the others' "partials free": rank 0's.
+      mbarrier_init(&full_bar[kSplitBarrier], (kSplitK - 1) * kMathWGs * 128);
+      mbarrier_init(&full_bar[kSplitBarrier + 1], kMathWGs * 128);
     }
     fence_barrier_init();
   }
@@ -153,6 +167,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   const u32 cluster_rank = kClusterSize > 1 ? cluster_cta_rank() : 0u;
   const int cluster_id = static_cast<int>(blockIdx.x) / kClusterSize;
   const int num_clusters = static_cast<int>(gridDim.x) / kClusterSize;
+  // This CTA's K blocks: all of them, or its rank's slice with split K (the dense layout's K is the same per tile).
+  const int split_rank = kSplitK > 1 ? static_cast<int>(cluster_rank) : 0;
+  const int split_kb_begin = split_k_begin(num_kb, kSplitK, split_rank);
+  const int split_kb_end = split_k_begin(num_kb, kSplitK, split_rank + 1);
   // This CTA's part of a pair tile (the pair itself without a cluster).
   auto cta_tile = [&](const TileWork& pair) {
     if constexpr (kClusterM > 1) return cluster_half(pair, static_cast<int>(cluster_rank), kBlockM);
@@ -201,7 +219,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               tma_descriptor_acquire(params.kgrouped_tma + 2 * g);
               tma_descriptor_acquire(params.kgrouped_tma + 2 * g + 1);
             }
-            for (int kb = 0; kb < tile_kb; ++kb) {
+            const int kb_first = kSplitK > 1 ? warp_uniform(split_kb_begin) : 0;
+            const int kb_end = kSplitK > 1 ? warp_uniform(split_kb_end) : tile_kb;
+            for (int kb = kb_first; kb < kb_end; ++kb) {
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(empty_bar0 + stage * 8, cur.phase ^ 1u);
               const u32 bar = full_bar0 + stage * 8;
@@ -302,7 +322,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     // A consumer warp is done with a stage: one arrival on its empty barrier per warp.
     auto release_stage = [&](u32 stage) {
       if (lane == 0) {
-        if constexpr (kClusterSize > 1) {
+        if constexpr (kPairSize > 1) {
           // The stage is refilled by multicasts from both CTAs: release it to both producers.
           mbarrier_arrive_cluster(&empty_bar[stage], 0);
           mbarrier_arrive_cluster(&empty_bar[stage], 1);
@@ -319,6 +339,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     // C prefetch: this warpgroup's barriers (one per wave buffer) and the phase its loads complete next.
     const u32 c_bar_addr = empty_bar_addr + (kStages + static_cast<u32>(warpgroup) * kWaves) * 8;
     u32 c_phase = 0;
+    u32 split_phase = 0;  // split K: the phase of this tile's partials barrier
     // The first row of this warpgroup's 64 rows of a tile in D's (and C's) descriptor: [rows, N], or [G, M, N] when
     // k-grouped (the expert's own rows).
     auto box_row = [&](const TileWork& t) {
@@ -332,7 +353,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run (load_c_into_staging), issued
         // by the thread that tracks the stores: lane 0 of the first warp, elected in a warp-uniform branch, with the
         // whole-warp shuffles before the election.
-        if ((!kFp32Out || params.add_c) && warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
+        if ((!kFp32Out || params.add_c) && split_rank == 0 && warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
           const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w));
           const int g0 = kKGrouped ? warp_uniform(w.group) : 0;
           if (elect_one()) {
@@ -352,19 +373,24 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         if (g >= 0) {
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
-          // A wave whose 64 rows all lie at or past the tile's row limit (a masked expert's count, a group's end, M)
-          // holds no row that any store keeps: its WGMMAs and promotion are skipped and its result stays zero. (Its
-          // stage is still waited for and released.) Row-to-group passes keep every wave: their rows are the pass's
-          // expert's, found per row in the epilogue.
+          // BF16: a wave whose 64 rows all lie at or past the tile's row limit (a masked expert's count, a group's
+          // end, M) holds no row that any store keeps, so its WGMMAs are not issued and its result stays zero (the
+          // stage is still waited for and released). BF16 issues every wave's WGMMAs before one wait, so a skipped
+          // wave shortens the warpgroup's chain: masked expected-M 192 rows 1-5% faster. FP8 keeps every wave: it
+          // runs the waves one after the other, and with the skip its 256-row masked tiles ran 1-10% slower, since
+          // the other warpgroup's two waves still bound the tile (docs/results/2026-12-03-split-k.md, run 3).
+          // Row-to-group passes keep every wave: their rows are the pass's expert's, found per row in the epilogue.
           bool wave_live[kWaves];
 #pragma unroll
           for (int v = 0; v < kWaves; ++v) {
-            wave_live[v] =
-                kRowToGroup || warp_uniform(wave_has_rows(w, v * kWaveRows + static_cast<int>(wg_uniform) * 64) ? 1 : 0);
+            wave_live[v] = kRowToGroup || !kUnscaled ||
+                           warp_uniform(wave_has_rows(w, v * kWaveRows + static_cast<int>(wg_uniform) * 64) ? 1 : 0);
           }
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            for (int kb = 0; kb < tile_kb; ++kb) {
+            const int kb_first = kSplitK > 1 ? split_kb_begin : 0;
+            const int kb_end = kSplitK > 1 ? split_kb_end : tile_kb;
+            for (int kb = kb_first; kb < kb_end; ++kb) {
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
@@ -404,7 +430,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                     const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
                     const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
                     wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(result[v], desc_a, desc_b,
-                                                                              (kb > 0 || kk > 0) ? 1 : 0);
+                                                                              (kb > kb_first || kk > 0) ? 1 : 0);
                   }
                 }
                 wgmma_commit();
@@ -466,6 +492,39 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           // (BF16: a k-grouped expert without K leaves result at zero, so its tile stores C alone.)
         }
 
+        if constexpr (kSplitK > 1) {
+          // Ranks 1.. push their partial results into rank 0's buffer (slot rank - 1, 8 bytes per thread and
+          // accumulator pair, conflict-free) once rank 0 has read their previous tile's, and announce them; rank 0
+          // adds them in rank order (the same sums every call), frees the slots and runs the epilogue alone.
+          const u32 partials = smem_base + kSmem.partial_offset + tid_in_wg * 8;
+          const u32 full_addr = full_bar_addr + kSplitBarrier * 8, free_addr = full_addr + 8;
+          if (split_rank != 0) {
+            mbarrier_wait_acquire_cluster(free_addr, split_phase ^ 1u);
+            const u32 dst = cluster_map_shared(partials + (split_rank - 1) * split_k_partial_bytes(kBlockN), 0);
+#pragma unroll
+            for (int i = 0; i < kAcc; i += 2) {
+              store_cluster_v2_f32(dst + (i / 2) * (128 * 8), result[0][i], result[0][i + 1]);
+            }
+            mbarrier_arrive_release_cluster(cluster_map_shared(full_addr, 0));
+            split_phase ^= 1u;
+            if (!passes.advance(prob, w)) break;
+            continue;
+          }
+          mbarrier_wait_acquire_cluster(full_addr, split_phase);
+#pragma unroll
+          for (int r = 1; r < kSplitK; ++r) {
+#pragma unroll
+            for (int i = 0; i < kAcc; i += 2) {
+              float p0, p1;
+              load_shared_v2_f32(partials + (r - 1) * split_k_partial_bytes(kBlockN) + (i / 2) * (128 * 8), p0, p1);
+              result[0][i] += p0;
+              result[0][i + 1] += p1;
+            }
+          }
+#pragma unroll
+          for (int r = 1; r < kSplitK; ++r) mbarrier_arrive_release_cluster(cluster_map_shared(free_addr, r));
+          split_phase ^= 1u;
+        }
         if constexpr (kFp32Tma) {
           // D = C + result in the staging buffer (C arrived by TMA; without C the buffer must first be free of the
           // previous tile's D), then one TMA store per 32-column box. Rows past M (per expert when k-grouped) and

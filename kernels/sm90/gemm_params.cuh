@@ -200,6 +200,23 @@ MOEGEMM_HD constexpr bool gemm_c_prefetch(int recipe, int kind, int block_n) {
 // 64-row WGMMA waves per math warpgroup: two for 256-row tiles, else one.
 MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_math_warpgroups(block_m)); }
 
+// Split K (k_splits > 1): the CTAs of a cluster compute the same tile, each over its own slice of the K blocks
+// (split_k_begin(num_kb, splits, r) to split_k_begin(num_kb, splits, r + 1)), and ranks 1..splits-1 push their FP32
+// partial results into rank 0's shared memory, which adds them in rank order and stores the tile: deterministic,
+// and a narrow problem (decode on N = 576: 36 tiles of 64x16) keeps splits times as many SMs streaming B. For the
+// dense layout on 64-row tiles up to 64 wide (the partials take split_k_partial_bytes, at most 16 KiB, per extra
+// rank), not recipe (1,1,128).
+inline constexpr int kMaxKSplits = 4;
+MOEGEMM_HD constexpr int split_k_begin(int num_kb, int splits, int rank) {
+  return static_cast<int>(static_cast<long long>(num_kb) * rank / splits);
+}
+MOEGEMM_HD constexpr bool gemm_split_k_supported(int recipe, int kind, int block_m, int block_n, int splits) {
+  return splits == 1 || (splits >= 2 && splits <= kMaxKSplits && kind == static_cast<int>(GroupedKind::kDense) &&
+                         block_m == 64 && block_n <= 64 && recipe != static_cast<int>(GemmRecipe::kFp8_1d1d));
+}
+// One extra rank's partial results in rank 0's shared memory: 128 threads x block_n / 2 FP32 accumulators.
+MOEGEMM_HD constexpr int split_k_partial_bytes(int block_n) { return 128 * (block_n / 2) * 4; }
+
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
 // kStages x [A tile | B tile | A scales | B scales], the BF16 staging of D, the barriers. Staging per math
 // warpgroup: with bounded stores one padded 64-row buffer (reused by each of a 256-row tile's waves); with TMA
@@ -216,6 +233,7 @@ struct GemmSmemLayout {
   int stage_pitch;
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
+  int partial_offset;  // split K: ranks 1..splits-1's partial results (in rank 0), split_k_partial_bytes each
   int bytes;         // from the aligned base
   int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
 };
@@ -244,7 +262,7 @@ MOEGEMM_HD constexpr int a_box_rows(long long a_rows, int block_m, bool k_major_
 // with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in
 // gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
-                                                     bool tma_store = false) {
+                                                     bool tma_store = false, int k_splits = 1) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
   const bool fp32_out = recipe_has_fp32_out(recipe);
@@ -260,10 +278,14 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.sfa_offset = l.b_offset + stages * l.b_bytes;
   l.sfb_offset = l.sfa_offset + stages * l.sfa_bytes;
   l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, tma_store ? 1024 : 128);
-  l.barrier_offset = align_up(l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, 8);
+  l.partial_offset = l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg;
+  if (k_splits > 1) l.partial_offset = align_up(l.partial_offset, 128);
+  l.barrier_offset = align_up(l.partial_offset + (k_splits - 1) * split_k_partial_bytes(block_n), 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   // C prefetch (gemm_c_prefetch): one barrier per staging buffer, after the stages' full and empty barriers.
   if (tma_store && recipe_prefetches_c(recipe)) l.bytes += gemm_math_warpgroups(block_m) * gemm_waves(block_m) * 8;
+  // Split K: the partials' two barriers (full in rank 0, free in the others), after those.
+  if (k_splits > 1) l.bytes += 2 * 8;
   l.launch_bytes = l.bytes + 1024;
   return l;
 }

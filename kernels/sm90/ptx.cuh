@@ -176,6 +176,30 @@ MOEGEMM_DEVICE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
       : "memory");
 }
 
+// Split-K partials (gemm_split_k_supported): a rank's FP32 results go straight into rank 0's shared memory, and the
+// arrival that announces them releases them at cluster scope; rank 0 waits with acquire at cluster scope.
+MOEGEMM_DEVICE u32 cluster_map_shared(u32 addr, u32 cta) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(cta));
+  return remote;
+}
+MOEGEMM_DEVICE void store_cluster_v2_f32(u32 remote_addr, float a, float b) {
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote_addr), "f"(a), "f"(b) : "memory");
+}
+MOEGEMM_DEVICE void mbarrier_arrive_release_cluster(u32 remote_addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_addr) : "memory");
+}
+MOEGEMM_DEVICE void mbarrier_wait_acquire_cluster(u32 addr, u32 parity) {
+  u32 done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
 // ---- Fences and barriers ------------------------------------------------------------------------------------------
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA, WGMMA) accesses.
 MOEGEMM_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

@@ -37,6 +37,7 @@ class KernelConfig:
     math_warpgroups: int
     cluster_m: int
     cluster_n: int
+    k_splits: int
     num_sms: int
     smem_bytes: int
     def __init__(self) -> None: ...

@@ -116,7 +116,9 @@ plan::ShapeHint kgrouped_hint(std::int64_t m, std::int64_t n, std::int64_t sum_k
 // allows; clusters are opt-in (options.config) except where measured faster (docs/heuristics.md).
 KernelConfig plan_fp8_1d2d(const plan::ShapeHint& hint, int sms, kernels::GroupedKind layout) {
   const KernelConfig config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, layout);
-  return layout == kernels::GroupedKind::kDense ? plan::with_measured_pair_cluster(config, hint) : config;
+  if (layout != kernels::GroupedKind::kDense) return config;
+  return plan::with_k_split(plan::with_measured_pair_cluster(config, hint), hint,
+                            static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
 }
 
 void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
@@ -261,6 +263,9 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
   const bool fp32_out = kernels::sm90::recipe_has_fp32_out(static_cast<int>(recipe));
   if (layout == kernels::GroupedKind::kDense && !(mn_major & 2) && !fp32_out) {
     config = plan::with_measured_pair_cluster(config, hint);
+  }
+  if (layout == kernels::GroupedKind::kDense) {
+    config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout);
   }
   return config;
 }

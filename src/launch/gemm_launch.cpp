@@ -36,7 +36,8 @@ std::string gemm_kernel_key(const KernelConfig& c, GroupedKind layout, int recip
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
          std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major) +
-         (c.cluster_n > 1 ? "/cn" + std::to_string(c.cluster_n) : std::string());
+         (c.cluster_n > 1 ? "/cn" + std::to_string(c.cluster_n) : std::string()) +
+         (c.k_splits > 1 ? "/ks" + std::to_string(c.k_splits) : std::string());
 }
 
 jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
@@ -45,18 +46,26 @@ jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int 
   spec.name_expression =
       "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
       std::to_string(c.stages) + ", " + std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) +
-      ", " + std::to_string(recipe) + ", " + std::to_string(mn_major) + ", " + std::to_string(c.cluster_n) + ">";
+      ", " + std::to_string(recipe) + ", " + std::to_string(mn_major) + ", " + std::to_string(c.cluster_n) +
+      (c.k_splits > 1 ? ", " + std::to_string(c.k_splits) : std::string()) + ">";
   spec.source = "#include \"sm90/gemm.cuh\"\n";
   return spec;
 }
 
 void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream stream) {
   const bool masked = a.layout == GroupedKind::kMasked;
-  const int cluster = c.cluster_m * c.cluster_n;
-  if (cluster != 1 && (cluster != 2 || a.layout == GroupedKind::kContiguousRowToGroup)) {
+  const int pair = c.cluster_m * c.cluster_n;
+  if (pair != 1 && (pair != 2 || a.layout == GroupedKind::kContiguousRowToGroup)) {
     throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster " + std::to_string(c.cluster_m) + "x" +
                                           std::to_string(c.cluster_n) + " for this layout");
   }
+  if (!kernels::sm90::gemm_split_k_supported(a.recipe, static_cast<int>(a.layout), c.block_m, c.block_n,
+                                             c.k_splits) ||
+      (c.k_splits > 1 && pair != 1)) {
+    throw Error(ErrorCode::kInternal, "launch: K split " + std::to_string(c.k_splits) + " ways for this configuration");
+  }
+  // A cluster: a multicast pair, or the CTAs that split one tile's K.
+  const int cluster = pair * c.k_splits;
   if (c.cluster_n != 1 && a.layout != GroupedKind::kDense) {
     throw Error(ErrorCode::kInternal, "fp8 1d2d: cluster_n 2 (A shared along N) is for the dense layout only");
   }
@@ -124,7 +133,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   // K-grouped FP8 replaces the A descriptor per expert (rows = M there too, but keep its box as the template has it).
   const bool kgrouped_fp8 = a.layout == GroupedKind::kKGrouped && row_scaled_b;
   const int a_rows_boxed =
-      kernels::sm90::a_box_rows(a.rows, c.block_m, !masked && !(a.mn_major & 1) && !kgrouped_fp8, cluster);
+      kernels::sm90::a_box_rows(a.rows, c.block_m, !masked && !(a.mn_major & 1) && !kgrouped_fp8, pair);
   // Sharing A (cluster_n 2), each CTA fetches half of the tile's rows for both.
   ta.box[0] = stage_k, ta.box[1] = static_cast<std::uint32_t>(a_rows_boxed / c.cluster_n), ta.box[2] = 1;
   if (a.mn_major & 1) ta.box[0] = 64, ta.box[1] = stage_k;  // [64 K][64 M] boxes, block_m / 64 per stage
@@ -207,7 +216,7 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     }
   }
   const int layout_bytes =
-      kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store).launch_bytes;
+      kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store, c.k_splits).launch_bytes;
   if (c.smem_bytes < layout_bytes) {
     throw Error(ErrorCode::kInternal, "launch: configuration sized for " + std::to_string(c.smem_bytes) +
                                           " bytes of shared memory, the kernel needs " + std::to_string(layout_bytes));

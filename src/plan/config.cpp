@@ -9,6 +9,7 @@ std::string KernelConfig::to_string() const {
   os << "block " << block_m << "x" << block_n << "x" << block_k << ", " << stages << " stages, " << math_warpgroups
      << " math warpgroups, cluster " << cluster_m << "x" << cluster_n << ", " << num_sms << " SMs, " << smem_bytes
      << " B shared";
+  if (k_splits != 1) os << ", K split " << k_splits << " ways";
   return os.str();
 }
 

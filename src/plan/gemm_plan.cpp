@@ -31,11 +31,12 @@ constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
 
-int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout) {
+int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout, int k_splits) {
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), block_n);
   int stages = 1;
-  while (stages < kStageCap && kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store)
-                                       .launch_bytes <= kMaxSmemBytes) {
+  while (stages < kStageCap &&
+         kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store, k_splits).launch_bytes <=
+             kMaxSmemBytes) {
     ++stages;
   }
   return stages;
@@ -43,7 +44,7 @@ int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind l
 
 int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
-  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store).launch_bytes;
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits).launch_bytes;
 }
 
 long long gemm_waves_of(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
@@ -137,6 +138,26 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
   return config;
 }
 
+KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout) {
+  if (hint.num_groups != 1 || config.cluster_m != 1 || config.cluster_n != 1 || config.num_sms < 2) return config;
+  const long long tiles = std::max<long long>(1, (hint.m_per_group + config.block_m - 1) / config.block_m) *
+                          ((hint.n + config.block_n - 1) / config.block_n);
+  const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
+  // Clusters of 3 or 4 CTAs must each fit inside one GPC, so not every SM can hold one: the clusters of a split are
+  // kept to 85% of the SMs (measured: 36 tiles x 3 = 108 CTAs ran as one wave, 32 x 4 = 128 did not and took 34%
+  // longer than 32 x 3, docs/results/2026-12-03-split-k.md, run 3).
+  const long long room = static_cast<long long>(config.num_sms) * 85 / 100 / tiles;
+  const long long splits = std::min<long long>({kernels::sm90::kMaxKSplits, room, num_kb / 8});
+  if (splits < 2 || !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), config.block_m,
+                                                            config.block_n, static_cast<int>(splits))) {
+    return config;
+  }
+  config.k_splits = static_cast<int>(splits);
+  config.stages = gemm_max_stages(config.block_m, config.block_n, recipe, layout, config.k_splits);
+  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
+  return config;
+}
+
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
                                 int block_n_multiple, kernels::GroupedKind layout) {
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {
@@ -194,6 +215,16 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
         c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
+  if (c.k_splits < 1 || c.k_splits > kernels::sm90::kMaxKSplits) {
+    config_fail("k_splits must be in [1, " + std::to_string(kernels::sm90::kMaxKSplits) + "]", c);
+  }
+  if (!kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), c.block_m, c.block_n, c.k_splits) ||
+      (c.k_splits > 1 && (c.cluster_m != 1 || c.cluster_n != 1))) {
+    config_fail(
+        "a K split (k_splits > 1) needs the dense layout, block_m 64, block_n <= 64, cluster 1x1 and not recipe "
+        "(1,1,128), so far",
+        c);
+  }
   if (c.block_k != kernels::sm90::stage_k(recipe)) {
     config_fail("block_k must be " + std::to_string(kernels::sm90::stage_k(recipe)) + " (128 bytes of K per stage)", c);
   }

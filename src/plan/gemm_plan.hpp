@@ -32,6 +32,12 @@ KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool all
 // 2 in that case, unchanged otherwise. Dense layout only; `hint` as for choose_fp8_1d2d_config.
 KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hint);
 
+// Split K (KernelConfig::k_splits) for a dense problem with fewer tiles than SMs, on 64-row tiles up to 64 wide:
+// as many CTAs per tile as the SMs allow, at most kMaxKSplits, each slice keeping at least 8 K blocks. Decode on
+// narrow N (M = 1, N = 576: 36 tiles of 64x16 on 132 SMs) is bound by each CTA's chain of K blocks, not by memory.
+// Returns `config` unchanged where it does not apply. `config` must carry num_sms.
+KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout);
+
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 
@@ -55,7 +61,7 @@ void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe rec
 int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind layout);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
-int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout);
+int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout, int k_splits = 1);
 
 // Waves of tiles a configuration runs on num_sms SMs (a cluster of two takes pair tiles), as the model counts them.
 long long gemm_waves_of(const ShapeHint& hint, int block_m, int block_n, int cluster_m, int num_sms);

@@ -78,6 +78,10 @@ void check_config(const KernelConfig& config, bool fp8) {
     fail(name, "cluster_m and cluster_n must be 1 or 2 with cluster_m * cluster_n <= 2",
          "cluster_m = " + std::to_string(config.cluster_m) + ", cluster_n = " + std::to_string(config.cluster_n));
   }
+  if (config.k_splits < 1 || config.k_splits > 4) {
+    fail(name, "k_splits must be in [1, 4] (CTAs of a cluster splitting one tile's K)",
+         field("k_splits", config.k_splits));
+  }
   if (config.num_sms < 0)
     fail(name, "num_sms must be non-negative (0: the planner's choice)", field("num_sms", config.num_sms));
   if (config.smem_bytes < 0) fail(name, "smem_bytes must be non-negative", field("smem_bytes", config.smem_bytes));

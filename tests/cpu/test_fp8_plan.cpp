@@ -187,6 +187,45 @@ TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
   EXPECT_EQ(plan_fp8_gemm_wgrad(24576, 4096, 1536).block_n, 128);
 }
 
+// Split K: a dense problem with fewer tiles than SMs on narrow 64-row tiles (decode on N = 576 and 256) splits K
+// across as many CTAs as the SMs allow (at most 4, 8 K blocks a slice at least); everything else runs unsplit.
+TEST(Fp8Plan, KSplitOnlyWhereTilesLeaveSmsIdle) {
+  using kernels::GroupedKind;
+  constexpr int kFp8 = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d);
+  constexpr int kBf16Fp32 = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
+  auto planned = [](plan::ShapeHint h, int recipe, int sms = 132) {
+    const KernelConfig c =
+        recipe == kFp8 ? plan::choose_fp8_1d2d_config(h, sms, false, GroupedKind::kDense)
+                       : plan::choose_bf16_config(h, sms, static_cast<kernels::sm90::GemmRecipe>(recipe), 16,
+                                                  GroupedKind::kDense);
+    return plan::with_k_split(c, h, recipe, GroupedKind::kDense);
+  };
+  const KernelConfig decode = planned({1, 576, 7168, 1}, kFp8);  // 36 tiles of 64x16
+  EXPECT_EQ(decode.k_splits, 3) << decode.to_string();
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(decode, GroupedKind::kDense));
+  EXPECT_EQ(decode.smem_bytes, plan::gemm_smem_bytes(decode, kFp8, GroupedKind::kDense));
+  EXPECT_EQ(planned({1, 256, 7168, 1}, kBf16Fp32).k_splits, 4);  // 16 tiles
+  EXPECT_EQ(planned({1, 576, 7168, 1}, kFp8, 66).k_splits, 1);   // 36 tiles on 66 SMs: no room for a second rank
+  EXPECT_EQ(planned({1, 576, 1024, 1}, kFp8).k_splits, 1);       // 8 K blocks: too short to split
+  EXPECT_EQ(planned({1, 2112, 7168, 1}, kFp8).k_splits, 1);      // 132 tiles
+  EXPECT_EQ(planned({4096, 576, 7168, 1}, kFp8).k_splits, 1);
+  // Grouped problems and 128-row tiles are left alone.
+  plan::ShapeHint grouped{20, 576, 7168, 6};
+  KernelConfig masked = plan::choose_fp8_1d2d_config(grouped, 132, false, GroupedKind::kMasked);
+  EXPECT_EQ(plan::with_k_split(masked, grouped, kFp8, GroupedKind::kMasked).k_splits, 1);
+  // Overrides: a split needs the dense layout, 64-row tiles at most 64 wide, no pair.
+  KernelConfig c = decode;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, GroupedKind::kMasked), Error);
+  c.block_n = 96;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, GroupedKind::kDense), Error);
+  c = decode;
+  c.cluster_m = 2;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, GroupedKind::kDense), Error);
+  c = decode;
+  c.k_splits = 5;
+  EXPECT_THROW(plan::check_fp8_1d2d_config(c, GroupedKind::kDense), Error);
+}
+
 TEST(Fp8Plan, OverridesAreChecked) {
   KernelConfig c;
   c.block_m = 96;

@@ -36,6 +36,7 @@ struct Case {
   int recipe = 0;    // kernels::sm90::GemmRecipe
   int mn_major = 0;  // BF16: bit 0 A, bit 1 B
   int cluster_n = 1;
+  int k_splits = 1;
 };
 
 class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
@@ -46,7 +47,8 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = math_warpgroups_for(c.block_m);
-  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout);
+  cfg.k_splits = c.k_splits;
+  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout, c.k_splits);
   cfg.cluster_m = c.cluster_m;
   cfg.cluster_n = c.cluster_n;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
@@ -125,12 +127,20 @@ INSTANTIATE_TEST_SUITE_P(
         // BF16 256-row tiles (two accumulators per warpgroup): every major, with C, and A shared along N.
         Case{256, 128, kernels::GroupedKind::kDense, 1, 2}, Case{256, 128, kernels::GroupedKind::kDense, 1, 2, 3},
         Case{256, 128, kernels::GroupedKind::kDense, 1, 4}, Case{256, 64, kernels::GroupedKind::kDense, 1, 4, 1},
-        Case{256, 128, kernels::GroupedKind::kDense, 1, 2, 2, 2}),
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 2, 2, 2},
+        // K split across a cluster (decode on narrow N): FP8, BF16, BF16 with C, FP32 D, an MN-major A.
+        Case{64, 16, kernels::GroupedKind::kDense, 1, 0, 0, 1, 3},
+        Case{64, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 4},
+        Case{64, 16, kernels::GroupedKind::kDense, 1, 2, 0, 1, 3},
+        Case{64, 16, kernels::GroupedKind::kDense, 1, 4, 0, 1, 3},
+        Case{64, 16, kernels::GroupedKind::kDense, 1, 3, 0, 1, 4},
+        Case{64, 64, kernels::GroupedKind::kDense, 1, 3, 1, 1, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
              "_recipe" + std::to_string(info.param.recipe) + "_mn" + std::to_string(info.param.mn_major) +
-             (info.param.cluster_n > 1 ? "_cn" + std::to_string(info.param.cluster_n) : std::string());
+             (info.param.cluster_n > 1 ? "_cn" + std::to_string(info.param.cluster_n) : std::string()) +
+             (info.param.k_splits > 1 ? "_ks" + std::to_string(info.param.k_splits) : std::string());
     });
 
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).

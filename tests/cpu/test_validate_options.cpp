@@ -109,6 +109,16 @@ TEST(ValidateOptions, ClusterIsAtMostTwoCtas) {
   EXPECT_NO_THROW(check_config(config, true));
 }
 
+TEST(ValidateOptions, KSplitsAreOneToFour) {
+  KernelConfig config;
+  config.k_splits = 0;
+  EXPECT_INVALID(check_config(config, true), "options.config: k_splits must be in [1, 4]", "got k_splits = 0");
+  config.k_splits = 5;
+  EXPECT_INVALID(check_config(config, true), "options.config: k_splits must be in [1, 4]", "got k_splits = 5");
+  config.k_splits = 4;
+  EXPECT_NO_THROW(check_config(config, true));
+}
+
 TEST(ValidateOptions, ConfigCountsMustBeNonNegative) {
   KernelConfig config;
   config.num_sms = -1;

@@ -500,6 +500,86 @@ TEST(Bf16ForcedConfigsGpu, UnsupportedPairsAndTallTilesAreRejected) {
   EXPECT_NE(message(a_k, b_k, d16, bf16_config(256, 192, 3)).find("256-row tiles"), std::string::npos);
 }
 
+// K split across a cluster (k_splits 2 to 4): BF16 D, BF16 D with C (distinct and aliasing D), FP32 D with C, an
+// MN-major A (where M gives its rows 16-byte strides); decode-sized and partial shapes, a partial 64-K block, ranks
+// without a K block (K = 128 over 4).
+TEST(Bf16ForcedConfigsGpu, KSplitMatchesTheOracleAndRepeatsBitwise) {
+  MOEGEMM_REQUIRE_GPU();
+  struct Shape {
+    int m, n, k;
+  };
+  for (const Shape s : {Shape{1, 576, 7168}, Shape{37, 200, 1000}, Shape{40, 200, 1000}, Shape{128, 64, 128}}) {
+    for (int form : {0, 1}) {  // A K-major, A MN-major
+      if (form == 1 && s.m % 8 != 0) continue;  // an MN-major A of M rows has a leading stride of 2 * M bytes
+      std::mt19937 rng(static_cast<unsigned>(900 + s.m + s.n + s.k + form));
+      Bf16Tensor a(static_cast<std::size_t>(s.m) * s.k, rng, 1.0f), b(static_cast<std::size_t>(s.n) * s.k, rng, 0.5f);
+      const TensorView av = operand_view(a, s.m, s.k, form == 1), bv = operand_view(b, s.n, s.k, false);
+      const ref::GroupedResult want{
+          ref::gemm(s.m, s.n, s.k, operand_ref(a, s.m, s.k, form == 1), operand_ref(b, s.n, s.k, false)),
+          std::vector<std::uint8_t>(s.m, 1)};
+      DeviceBuffer d(static_cast<std::size_t>(s.m) * s.n * 2);
+      const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
+      for (int splits : {2, 3, 4}) {
+        KernelConfig cfg = bf16_config(64, 16, 8);
+        cfg.k_splits = splits;
+        GemmOptions options;
+        options.config = &cfg;
+        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                                 ", form " + std::to_string(form) + ", K split " + std::to_string(splits);
+        std::vector<std::uint16_t> first;
+        for (int rep = 0; rep < 2; ++rep) {
+          d.fill_bytes(0xFF);
+          bf16_gemm(av, bv, dv, nullptr, nullptr, options);
+          MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+          const auto got = d.download_as<std::uint16_t>(static_cast<std::size_t>(s.m) * s.n);
+          if (rep == 0) {
+            expect_rows(got, want, s.n, what.c_str());
+            first = got;
+          }
+          EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << what << ": repeat differs";
+        }
+        EXPECT_TRUE(d.guard_intact()) << what;
+      }
+    }
+  }
+  // With C (BF16 D), through the C-prefetching tile width, and FP32 D with C.
+  KernelConfig with_c = bf16_config(64, 64, 8);
+  with_c.k_splits = 3;
+  run_add_c(AddCCase{37, 200, 1000, false, false, &with_c}, 950, "64x64, K split 3");
+  KernelConfig narrow_c = bf16_config(64, 16, 8);
+  narrow_c.k_splits = 4;
+  run_add_c(AddCCase{1, 576, 7168, false, false, &narrow_c}, 951, "64x16, K split 4");
+  // FP32 D = C + A B^T: the per-thread epilogue (64x16) and the TMA one with C prefetched (64x64).
+  const int m = 37, n = 200, k = 1000;
+  std::mt19937 rng(952);
+  Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> c_host(static_cast<std::size_t>(m) * n);
+  for (auto& v : c_host) v = dist(rng);
+  std::vector<double> c_ref(c_host.begin(), c_host.end());
+  const auto want = ref::gemm(m, n, k, ref::MatrixRef::row_major(a.values.data(), k),
+                              ref::MatrixRef::row_major(b.values.data(), k), c_ref.data());
+  DeviceBuffer d(c_host.size() * 4), c(c_host.size() * 4);
+  c.upload(c_host);
+  for (const int bn : {16, 64}) {
+    KernelConfig cfg = bf16_config(64, bn, 8);
+    cfg.k_splits = bn == 16 ? 4 : 2;
+    GemmOptions options;
+    options.config = &cfg;
+    d.fill_bytes(0xFF);
+    const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
+    bf16_gemm(TensorView::contiguous(a.device.get(), DType::kBFloat16, {m, k}),
+              TensorView::contiguous(b.device.get(), DType::kBFloat16, {n, k}),
+              TensorView::contiguous(d.get(), DType::kFloat32, {m, n}), &cv, nullptr, options);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got = d.download_as<float>(c_host.size());
+    std::vector<double> g(got.begin(), got.end());
+    for (float v : got) ASSERT_FALSE(std::isnan(v)) << "FP32 D, 64x" << bn << ": unwritten element";
+    EXPECT_LT(ref::calc_diff(g.data(), want.data(), g.size()), 1e-6) << "FP32 D, 64x" << bn;
+    EXPECT_TRUE(d.guard_intact());
+  }
+}
+
 // C's loads per wave of a 256-row tile, and C through a pair of CTAs.
 TEST(Bf16ForcedConfigsGpu, TallTilesAndPairsWithCMatchTheRoundedOracle) {
   MOEGEMM_REQUIRE_GPU();

@@ -239,6 +239,36 @@ TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
   }
 }
 
+// K split across a cluster (k_splits 2 to 4): each rank sums its own slice of the K blocks and rank 0 adds the
+// others' partial results in rank order. Decode N = 576 over 7168 K; partial tiles and a partial 128-K block
+// (37 x 200 x 2112); two K blocks over four ranks, so that ranks 0 and 2 have none (130 x 64 x 256). Each against
+// the oracle into a poisoned D with its guard checked, then bitwise equal on a second call.
+TEST(Fp8DenseGpu, KSplitMatchesOracleAndRepeatsBitwise) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const DenseShape s : {DenseShape{1, 576, 7168}, DenseShape{37, 200, 2112}, DenseShape{130, 64, 256}}) {
+    std::mt19937 rng(static_cast<unsigned>(4100 + s.m + s.n + s.k));
+    Fp8Operands ops(1, s.m, s.n, s.k, 1, rng);
+    DeviceBuffer d(static_cast<std::size_t>(s.m) * s.n * 2);
+    const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
+    ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(s.m, 1)};
+    for (int splits : {2, 3, 4}) {
+      for (int bn : {16, 64}) {
+        KernelConfig cfg = tile_config(64, bn, 8);
+        cfg.k_splits = splits;
+        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                                 ", 64x" + std::to_string(bn) + ", K split " + std::to_string(splits);
+        std::vector<std::uint16_t> got, again;
+        run_dense_with(ops, d, dv, cfg, got);
+        if (HasFatalFailure()) return;
+        expect_rows_match(got, want, s.n, what.c_str());
+        EXPECT_TRUE(d.guard_intact()) << what;
+        run_dense_with(ops, d, dv, cfg, again);
+        EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * 2)) << what << ": results differ between calls";
+      }
+    }
+  }
+}
+
 // 256-row tiles are dense-only so far: a grouped call that asks for them gets a clear error before any launch.
 TEST(Fp8ContiguousGpu, TallTilesAreRejectedForRowToGroup) {
   MOEGEMM_REQUIRE_GPU();

@@ -33,8 +33,10 @@ moegemm::KernelConfig parse_config(const std::string& text) {
   std::stringstream ss(text);
   std::string part;
   while (std::getline(ss, part, 'x')) parts.push_back(part);
-  if ((parts.size() != 3 && parts.size() != 5) || text.back() == 'x') {
-    throw std::invalid_argument("--config: must be BMxBNxSTAGES or BMxBNxSTAGESxCMxCN (e.g. 128x192x4), got " + text);
+  if ((parts.size() != 3 && parts.size() != 5 && parts.size() != 6) || text.back() == 'x') {
+    throw std::invalid_argument(
+        "--config: must be BMxBNxSTAGES, BMxBNxSTAGESxCMxCN or BMxBNxSTAGESxCMxCNxKSPLITS (e.g. 128x192x4), got " +
+        text);
   }
   moegemm::KernelConfig config;
   config.block_m = positive_part(parts[0], text);
@@ -42,8 +44,9 @@ moegemm::KernelConfig parse_config(const std::string& text) {
   config.block_k = kFp8BlockK;
   config.stages = positive_part(parts[2], text);
   config.math_warpgroups = math_warpgroups_for(config.block_m);
-  config.cluster_m = parts.size() == 5 ? positive_part(parts[3], text) : 1;
-  config.cluster_n = parts.size() == 5 ? positive_part(parts[4], text) : 1;
+  config.cluster_m = parts.size() >= 5 ? positive_part(parts[3], text) : 1;
+  config.cluster_n = parts.size() >= 5 ? positive_part(parts[4], text) : 1;
+  config.k_splits = parts.size() == 6 ? positive_part(parts[5], text) : 1;
   return config;
 }
 
@@ -53,6 +56,7 @@ std::string compact_config(const moegemm::KernelConfig& config) {
   if (config.cluster_m != 1 || config.cluster_n != 1) {
     out += " c" + std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n);
   }
+  if (config.k_splits != 1) out += " k" + std::to_string(config.k_splits);
   return out;
 }
 

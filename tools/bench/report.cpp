@@ -34,7 +34,7 @@ bool speedup(const CaseResult& r, std::size_t baseline, double* out) {
   return true;
 }
 
-constexpr std::size_t kPlanWidth = 14;  // "128x192x4 c2x1"
+constexpr std::size_t kPlanWidth = 14;  // "128x192x4 c2x1", "64x16x16 k3"
 
 std::string time_cell(const Timing& t) { return t.ok() ? fixed(t.median_us, 1) : t.status; }
 // Small-M rows run at a few TFLOPS: keep two significant digits there.
