@@ -15,7 +15,7 @@ struct KernelConfig {
   int cluster_m = 1;        // CTAs of a cluster along M: they share (multicast) the B tile
   int cluster_n = 1;        // CTAs of a cluster along N: they share (multicast) the A tile
   // CTAs of a cluster that compute the same tile, each over its own slice of K, rank 0 adding the others' partial
-  // results in rank order (deterministic). Dense layout, block_m 64, block_n <= 64, cluster 1x1, up to 4; for
+  // results in rank order (deterministic). Dense layout, block_m 64 or 128, block_n <= 64, cluster 1x1, up to 4; for
   // problems with fewer tiles than SMs (decode on narrow N).
   int k_splits = 1;
   int num_sms = 0;          // persistent grid size

@@ -48,7 +48,7 @@ struct PipelineCursor {
 // kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
 // by WGMMA with the transpose flag.
-// kSplitK > 1 (dense, 64-row tiles up to 64 wide): the kSplitK CTAs of a cluster compute the same tile over their
+// kSplitK > 1 (dense, 64- or 128-row tiles up to 64 wide): the kSplitK CTAs of a cluster compute the same tile over their
 // own slices of K, and rank 0 adds the others' partial results in rank order before its epilogue
 // (gemm_split_k_supported, sm90/gemm_params.cuh).
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0,
@@ -496,11 +496,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           // Ranks 1.. push their partial results into rank 0's buffer (slot rank - 1, 8 bytes per thread and
           // accumulator pair, conflict-free) once rank 0 has read their previous tile's, and announce them; rank 0
           // adds them in rank order (the same sums every call), frees the slots and runs the epilogue alone.
-          const u32 partials = smem_base + kSmem.partial_offset + tid_in_wg * 8;
+          const u32 partials = smem_base + kSmem.partial_offset + warpgroup * (128 * kAcc * 4) + tid_in_wg * 8;
           const u32 full_addr = full_bar_addr + kSplitBarrier * 8, free_addr = full_addr + 8;
           if (split_rank != 0) {
             mbarrier_wait_acquire_cluster(free_addr, split_phase ^ 1u);
-            const u32 dst = cluster_map_shared(partials + (split_rank - 1) * split_k_partial_bytes(kBlockN), 0);
+            const u32 dst = cluster_map_shared(partials + (split_rank - 1) * split_k_partial_bytes(kBlockM, kBlockN), 0);
 #pragma unroll
             for (int i = 0; i < kAcc; i += 2) {
               store_cluster_v2_f32(dst + (i / 2) * (128 * 8), result[0][i], result[0][i + 1]);
@@ -516,7 +516,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
 #pragma unroll
             for (int i = 0; i < kAcc; i += 2) {
               float p0, p1;
-              load_shared_v2_f32(partials + (r - 1) * split_k_partial_bytes(kBlockN) + (i / 2) * (128 * 8), p0, p1);
+              load_shared_v2_f32(partials + (r - 1) * split_k_partial_bytes(kBlockM, kBlockN) + (i / 2) * (128 * 8), p0, p1);
               result[0][i] += p0;
               result[0][i + 1] += p1;
             }

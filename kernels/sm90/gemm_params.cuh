@@ -204,18 +204,22 @@ MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_m
 // (split_k_begin(num_kb, splits, r) to split_k_begin(num_kb, splits, r + 1)), and ranks 1..splits-1 push their FP32
 // partial results into rank 0's shared memory, which adds them in rank order and stores the tile: deterministic,
 // and a narrow problem (decode on N = 576: 36 tiles of 64x16) keeps splits times as many SMs streaming B. For the
-// dense layout on 64-row tiles up to 64 wide (the partials take split_k_partial_bytes, at most 16 KiB, per extra
-// rank), not recipe (1,1,128).
+// dense layout on 64- or 128-row tiles up to 64 wide (the partials take split_k_partial_bytes, at most 32 KiB, per
+// extra rank), not recipe (1,1,128).
 inline constexpr int kMaxKSplits = 4;
 MOEGEMM_HD constexpr int split_k_begin(int num_kb, int splits, int rank) {
   return static_cast<int>(static_cast<long long>(num_kb) * rank / splits);
 }
 MOEGEMM_HD constexpr bool gemm_split_k_supported(int recipe, int kind, int block_m, int block_n, int splits) {
   return splits == 1 || (splits >= 2 && splits <= kMaxKSplits && kind == static_cast<int>(GroupedKind::kDense) &&
-                         block_m == 64 && block_n <= 64 && recipe != static_cast<int>(GemmRecipe::kFp8_1d1d));
+                         (block_m == 64 || block_m == 128) && block_n <= 64 &&
+                         recipe != static_cast<int>(GemmRecipe::kFp8_1d1d));
 }
-// One extra rank's partial results in rank 0's shared memory: 128 threads x block_n / 2 FP32 accumulators.
-MOEGEMM_HD constexpr int split_k_partial_bytes(int block_n) { return 128 * (block_n / 2) * 4; }
+// One extra rank's partial results in rank 0's shared memory: per math warpgroup, 128 threads x block_n / 2 FP32
+// accumulators.
+MOEGEMM_HD constexpr int split_k_partial_bytes(int block_m, int block_n) {
+  return (block_m / 64) * 128 * (block_n / 2) * 4;
+}
 
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):
 // kStages x [A tile | B tile | A scales | B scales], the BF16 staging of D, the barriers. Staging per math
@@ -280,7 +284,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.d_offset = align_up(l.sfb_offset + stages * l.sfb_bytes, tma_store ? 1024 : 128);
   l.partial_offset = l.d_offset + gemm_math_warpgroups(block_m) * l.d_bytes_per_wg;
   if (k_splits > 1) l.partial_offset = align_up(l.partial_offset, 128);
-  l.barrier_offset = align_up(l.partial_offset + (k_splits - 1) * split_k_partial_bytes(block_n), 8);
+  l.barrier_offset = align_up(l.partial_offset + (k_splits - 1) * split_k_partial_bytes(block_m, block_n), 8);
   l.bytes = l.barrier_offset + 2 * stages * 8;
   // C prefetch (gemm_c_prefetch): one barrier per staging buffer, after the stages' full and empty barriers.
   if (tma_store && recipe_prefetches_c(recipe)) l.bytes += gemm_math_warpgroups(block_m) * gemm_waves(block_m) * 8;

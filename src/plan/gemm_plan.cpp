@@ -143,11 +143,11 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
   const long long tiles = std::max<long long>(1, (hint.m_per_group + config.block_m - 1) / config.block_m) *
                           ((hint.n + config.block_n - 1) / config.block_n);
   const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
-  // Clusters of 3 or 4 CTAs must each fit inside one GPC, so not every SM can hold one: the clusters of a split are
-  // kept to 85% of the SMs (measured: 36 tiles x 3 = 108 CTAs ran as one wave, 32 x 4 = 128 did not and took 34%
-  // longer than 32 x 3, docs/results/2026-12-03-split-k.md, run 3).
-  const long long room = static_cast<long long>(config.num_sms) * 85 / 100 / tiles;
-  const long long splits = std::min<long long>({kernels::sm90::kMaxKSplits, room, num_kb / 8});
+  // Clusters of 3 or 4 CTAs must each fit inside one GPC, so not every SM can hold one: their CTAs are kept to 85%
+  // of the SMs (measured: 36 tiles x 3 = 108 CTAs ran as one wave, 32 x 4 = 128 did not and took 34% longer than
+  // 32 x 3, docs/results/2026-12-03-split-k.md, run 3). Pairs fill every SM (as the 2x1 clusters do).
+  long long splits = std::min<long long>({kernels::sm90::kMaxKSplits, config.num_sms / tiles, num_kb / 8});
+  while (splits > 2 && tiles * splits > static_cast<long long>(config.num_sms) * 85 / 100) --splits;
   if (splits < 2 || !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), config.block_m,
                                                             config.block_n, static_cast<int>(splits))) {
     return config;
@@ -221,7 +221,7 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
   if (!kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), c.block_m, c.block_n, c.k_splits) ||
       (c.k_splits > 1 && (c.cluster_m != 1 || c.cluster_n != 1))) {
     config_fail(
-        "a K split (k_splits > 1) needs the dense layout, block_m 64, block_n <= 64, cluster 1x1 and not recipe "
+        "a K split (k_splits > 1) needs the dense layout, block_m 64 or 128, block_n <= 64, cluster 1x1 and not recipe "
         "(1,1,128), so far",
         c);
   }

@@ -134,7 +134,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{64, 16, kernels::GroupedKind::kDense, 1, 2, 0, 1, 3},
         Case{64, 16, kernels::GroupedKind::kDense, 1, 4, 0, 1, 3},
         Case{64, 16, kernels::GroupedKind::kDense, 1, 3, 0, 1, 4},
-        Case{64, 64, kernels::GroupedKind::kDense, 1, 3, 1, 1, 2}),
+        Case{64, 64, kernels::GroupedKind::kDense, 1, 3, 1, 1, 2},
+        Case{128, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 2},
+        Case{128, 64, kernels::GroupedKind::kDense, 1, 2, 0, 1, 3}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

@@ -519,13 +519,20 @@ TEST(Bf16ForcedConfigsGpu, KSplitMatchesTheOracleAndRepeatsBitwise) {
           std::vector<std::uint8_t>(s.m, 1)};
       DeviceBuffer d(static_cast<std::size_t>(s.m) * s.n * 2);
       const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
+      // 64x16 tiles split 2, 3 and 4 ways; 128x64 tiles (two math warpgroups) split 3 ways.
+      std::vector<KernelConfig> configs;
       for (int splits : {2, 3, 4}) {
-        KernelConfig cfg = bf16_config(64, 16, 8);
-        cfg.k_splits = splits;
+        configs.push_back(bf16_config(64, 16, 8));
+        configs.back().k_splits = splits;
+      }
+      configs.push_back(bf16_config(128, 64, 6));
+      configs.back().k_splits = 3;
+      for (const KernelConfig& cfg : configs) {
         GemmOptions options;
         options.config = &cfg;
         const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
-                                 ", form " + std::to_string(form) + ", K split " + std::to_string(splits);
+                                 ", form " + std::to_string(form) + ", " + std::to_string(cfg.block_m) + "x" +
+                                 std::to_string(cfg.block_n) + ", K split " + std::to_string(cfg.k_splits);
         std::vector<std::uint16_t> first;
         for (int rep = 0; rep < 2; ++rep) {
           d.fill_bytes(0xFF);

@@ -266,6 +266,14 @@ TEST(Fp8DenseGpu, KSplitMatchesOracleAndRepeatsBitwise) {
         EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * 2)) << what << ": results differ between calls";
       }
     }
+    // 128-row tiles (two math warpgroups, each pushing its own partials).
+    KernelConfig tall = tile_config(128, 64, 6);
+    tall.k_splits = 2;
+    std::vector<std::uint16_t> got;
+    run_dense_with(ops, d, dv, tall, got);
+    if (HasFatalFailure()) return;
+    expect_rows_match(got, want, s.n, "128x64, K split 2");
+    EXPECT_TRUE(d.guard_intact()) << "128x64, K split 2";
   }
 }
 
