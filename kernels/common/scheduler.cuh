@@ -124,13 +124,6 @@ MOEGEMM_HD int tma_wave_rows(GroupedKind kind, int row_limit, int first_row) {
   return kind == GroupedKind::kDense ? 64 : row_limit - first_row;
 }
 
-// Whether the 64-row WGMMA wave that starts `wave_row0` rows into a tile holds a row the tile may store. The kernels
-// skip the MMAs of a wave wholly at or past the row limit (a masked expert's count, a group's end, M): every row it
-// holds is one that row_action and tma_wave_rows drop. Row-to-group passes do not use it.
-MOEGEMM_HD bool wave_has_rows(const TileWork& work, int wave_row0) {
-  return work.row_begin + wave_row0 < work.row_limit;
-}
-
 // The pass after the one for `pass_group`, or -1 when the tile is done. Kernel loop:
 //   for (int g = work.group, first = 1;; first = 0) { compute and store pass g; g = next_pass_group(p, work, g);
 //                                                     if (g < 0) break; }

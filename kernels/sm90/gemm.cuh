@@ -373,19 +373,6 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         if (g >= 0) {
           const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
-          // BF16: a wave whose 64 rows all lie at or past the tile's row limit (a masked expert's count, a group's
-          // end, M) holds no row that any store keeps, so its WGMMAs are not issued and its result stays zero (the
-          // stage is still waited for and released). BF16 issues every wave's WGMMAs before one wait, so a skipped
-          // wave shortens the warpgroup's chain: masked expected-M 192 rows 1-5% faster. FP8 keeps every wave: it
-          // runs the waves one after the other, and with the skip its 256-row masked tiles ran 1-10% slower, since
-          // the other warpgroup's two waves still bound the tile (docs/results/2026-12-03-split-k.md, run 3).
-          // Row-to-group passes keep every wave: their rows are the pass's expert's, found per row in the epilogue.
-          bool wave_live[kWaves];
-#pragma unroll
-          for (int v = 0; v < kWaves; ++v) {
-            wave_live[v] = kRowToGroup || !kUnscaled ||
-                           warp_uniform(wave_has_rows(w, v * kWaveRows + static_cast<int>(wg_uniform) * 64) ? 1 : 0);
-          }
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
             const int kb_first = kSplitK > 1 ? split_kb_begin : 0;
@@ -423,7 +410,6 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 wgmma_fence();
 #pragma unroll
                 for (int v = 0; v < kWaves; ++v) {
-                  if (!wave_live[v]) continue;
                   const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
 #pragma unroll
                   for (int kk = 0; kk < 4; ++kk) {
@@ -447,34 +433,28 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 // other warpgroup's WGMMAs keep the tensor cores busy meanwhile).
 #pragma unroll
                 for (int v = 0; v < kWaves; ++v) {
-                  const bool live = wave_live[v];
-                  if (live) {
-                    const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
-                    fence_registers(acc);
-                    wgmma_fence();
+                  const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
+                  fence_registers(acc);
+                  wgmma_fence();
 #pragma unroll
-                    for (int kk = 0; kk < 4; ++kk) {
-                      const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
-                      const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
-                      wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
-                    }
-                    wgmma_commit();
-                    fence_registers(acc);
-                    wgmma_wait<0>();
-                    fence_registers(acc);
+                  for (int kk = 0; kk < 4; ++kk) {
+                    const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
+                    const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
+                    wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
                   }
+                  wgmma_commit();
+                  fence_registers(acc);
+                  wgmma_wait<0>();
+                  fence_registers(acc);
                   if (v == kWaves - 1) {
                     if constexpr (kRowScaledB) {
                       // B's scales live in this stage: promote before releasing it.
-                      if (live) {
-                        promote_row_scaled<kBlockN>(result[0], acc, sa_lo[0], sa_hi[0],
-                                                    sfb_stage_addr + stage * kSmem.sfb_bytes);
-                      }
+                      promote_row_scaled<kBlockN>(result[0], acc, sa_lo[0], sa_hi[0],
+                                                  sfb_stage_addr + stage * kSmem.sfb_bytes);
                     }
                     release_stage(stage);
                     cur.advance<kStages>();
                   }
-                  if (!live) continue;
                   if constexpr (kBlockScaledB) {
                     const PromotionScales scales{sa_lo[v] * scale_b0, sa_hi[v] * scale_b0, sa_lo[v] * scale_b1,
                                                  sa_hi[v] * scale_b1};

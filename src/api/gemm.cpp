@@ -265,7 +265,7 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
     config = plan::with_measured_pair_cluster(config, hint);
   }
   if (layout == kernels::GroupedKind::kDense) {
-    config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout);
+    config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, (mn_major & 2) ? 64 : 16);
   }
   return config;
 }

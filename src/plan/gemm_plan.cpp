@@ -138,21 +138,45 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
   return config;
 }
 
-KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout) {
-  if (hint.num_groups != 1 || config.cluster_m != 1 || config.cluster_n != 1 || config.num_sms < 2) return config;
-  const long long tiles = std::max<long long>(1, (hint.m_per_group + config.block_m - 1) / config.block_m) *
-                          ((hint.n + config.block_n - 1) / config.block_n);
+KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout,
+                          int block_n_multiple) {
+  if (hint.num_groups != 1 || config.block_m != 64 || config.block_n > 64 || config.cluster_m != 1 ||
+      config.cluster_n != 1 || config.num_sms < 2) {
+    return config;
+  }
+  const long long m_blocks = std::max<long long>(1, (hint.m_per_group + 63) / 64);
+  auto tiles_of = [&](int block_n) { return m_blocks * ((hint.n + block_n - 1) / block_n); };
   const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
   // Clusters of 3 or 4 CTAs must each fit inside one GPC, so not every SM can hold one: their CTAs are kept to 85%
   // of the SMs (measured: 36 tiles x 3 = 108 CTAs ran as one wave, 32 x 4 = 128 did not and took 34% longer than
   // 32 x 3, docs/results/2026-12-03-split-k.md, run 3). Pairs fill every SM (as the 2x1 clusters do).
-  long long splits = std::min<long long>({kernels::sm90::kMaxKSplits, config.num_sms / tiles, num_kb / 8});
-  while (splits > 2 && tiles * splits > static_cast<long long>(config.num_sms) * 85 / 100) --splits;
-  if (splits < 2 || !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), config.block_m,
-                                                            config.block_n, static_cast<int>(splits))) {
-    return config;
+  auto room = [&](int splits) -> long long {
+    return splits <= 2 ? config.num_sms : static_cast<long long>(config.num_sms) * 85 / 100;
+  };
+  // The most CTAs at work: fewer ranks first, then the narrower tile, among 64-row tiles up to 64 wide with slices
+  // of at least 8 K blocks. Only a gain of half as many CTAs again pays for the partials' exchange (measured: the
+  // same CTA count on wider split tiles ran -13% to +6%, run 4).
+  const long long engaged = std::min<long long>(tiles_of(config.block_n), config.num_sms);
+  long long best = engaged;
+  int best_n = config.block_n, best_splits = 1;
+  for (int splits = 2; splits <= kernels::sm90::kMaxKSplits; ++splits) {
+    if (num_kb / splits < 8) break;
+    for (int block_n : {16, 32, 48, 64}) {
+      if (block_n % block_n_multiple != 0 || !kernels::sm90::gemm_block_n_supported(recipe, block_n) ||
+          !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 64, block_n, splits)) {
+        continue;
+      }
+      const long long ctas = tiles_of(block_n) * splits;
+      if (ctas <= room(splits) && ctas > best) {
+        best = ctas;
+        best_n = block_n;
+        best_splits = splits;
+      }
+    }
   }
-  config.k_splits = static_cast<int>(splits);
+  if (best_splits == 1 || 2 * best < 3 * engaged) return config;
+  config.block_n = best_n;
+  config.k_splits = best_splits;
   config.stages = gemm_max_stages(config.block_m, config.block_n, recipe, layout, config.k_splits);
   config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
   return config;

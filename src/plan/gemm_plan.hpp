@@ -32,12 +32,14 @@ KernelConfig choose_fp8_1d2d_config(const ShapeHint& hint, int num_sms, bool all
 // 2 in that case, unchanged otherwise. Dense layout only; `hint` as for choose_fp8_1d2d_config.
 KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hint);
 
-// Split K (KernelConfig::k_splits) for a dense problem with fewer tiles than SMs, on 64- or 128-row tiles up to 64
-// wide: as many CTAs per tile as the SMs allow (clusters of 3 or 4 in 85% of them), at most kMaxKSplits, each
-// slice keeping at least 8 K blocks. Decode on
-// narrow N (M = 1, N = 576: 36 tiles of 64x16 on 132 SMs) is bound by each CTA's chain of K blocks, not by memory.
-// Returns `config` unchanged where it does not apply. `config` must carry num_sms.
-KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout);
+// Split K (KernelConfig::k_splits) for a dense problem whose 64-row tiles up to 64 wide leave SMs idle: the 64-row
+// tile width (16 to 64, a multiple of block_n_multiple) and rank count (2 to kMaxKSplits, each slice at least 8 K
+// blocks; clusters of 3 or 4 in 85% of the SMs) that put the most CTAs to work, when that is at least 1.5 times as
+// many as the planned tile alone. Decode on narrow N (M = 1, N = 576: 36 tiles of 64x16 on 132 SMs) is bound by
+// each CTA's chain of K blocks, not by memory. Returns `config` unchanged where it does not apply; `config` must
+// carry num_sms.
+KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout,
+                          int block_n_multiple = 16);
 
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);

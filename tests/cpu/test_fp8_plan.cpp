@@ -187,8 +187,9 @@ TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
   EXPECT_EQ(plan_fp8_gemm_wgrad(24576, 4096, 1536).block_n, 128);
 }
 
-// Split K: a dense problem with fewer tiles than SMs on narrow 64-row tiles (decode on N = 576 and 256) splits K
-// across as many CTAs as the SMs allow (at most 4, 8 K blocks a slice at least); everything else runs unsplit.
+// Split K: a dense problem whose 64-row tiles leave SMs idle takes the tile width (16-64) and rank count (2-4, 8 K
+// blocks a slice at least, clusters of 3 or 4 in 85% of the SMs) that put the most CTAs to work, when that is at
+// least 1.5 times as many as the planned tile alone (decode on N = 576 and 256); everything else runs unsplit.
 TEST(Fp8Plan, KSplitOnlyWhereTilesLeaveSmsIdle) {
   using kernels::GroupedKind;
   constexpr int kFp8 = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d);
@@ -200,15 +201,28 @@ TEST(Fp8Plan, KSplitOnlyWhereTilesLeaveSmsIdle) {
                                                   GroupedKind::kDense);
     return plan::with_k_split(c, h, recipe, GroupedKind::kDense);
   };
-  const KernelConfig decode = planned({1, 576, 7168, 1}, kFp8);  // 36 tiles of 64x16
+  const KernelConfig decode = planned({1, 576, 7168, 1}, kFp8);  // 36 tiles of 64x16 -> 108 CTAs
+  EXPECT_EQ(decode.block_n, 16);
   EXPECT_EQ(decode.k_splits, 3) << decode.to_string();
   EXPECT_NO_THROW(plan::check_fp8_1d2d_config(decode, GroupedKind::kDense));
   EXPECT_EQ(decode.smem_bytes, plan::gemm_smem_bytes(decode, kFp8, GroupedKind::kDense));
-  EXPECT_EQ(planned({1, 256, 7168, 1}, kBf16Fp32).k_splits, 4);  // 16 tiles
-  EXPECT_EQ(planned({1, 576, 7168, 1}, kFp8, 66).k_splits, 1);   // 36 tiles on 66 SMs: no room for a second rank
-  EXPECT_EQ(planned({1, 576, 1024, 1}, kFp8).k_splits, 1);       // 8 K blocks: too short to split
-  EXPECT_EQ(planned({1, 2112, 7168, 1}, kFp8).k_splits, 1);      // 132 tiles
+  const KernelConfig m128 = planned({128, 576, 7168, 1}, kFp8);  // 72 tiles of 64x16 -> 36 of 64x32 x 3
+  EXPECT_EQ(m128.block_n, 32);
+  EXPECT_EQ(m128.k_splits, 3) << m128.to_string();
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(m128, GroupedKind::kDense));
+  EXPECT_EQ(planned({1, 256, 7168, 1}, kBf16Fp32).k_splits, 4);    // 16 tiles -> 64 CTAs
+  EXPECT_EQ(planned({128, 256, 7168, 1}, kBf16Fp32).k_splits, 3);  // 32 tiles: x 4 = 128 is past 85% of the SMs
+  EXPECT_EQ(planned({1, 576, 7168, 1}, kFp8, 40).k_splits, 1);     // 36 of 40 SMs at work already
+  EXPECT_EQ(planned({1, 576, 1024, 1}, kFp8).k_splits, 1);         // 8 K blocks: too short to split
+  EXPECT_EQ(planned({1, 2112, 7168, 1}, kFp8).k_splits, 1);        // 132 tiles
+  EXPECT_EQ(planned({128, 2112, 7168, 1}, kFp8).k_splits, 1);      // 132 tiles of 64x32
   EXPECT_EQ(planned({4096, 576, 7168, 1}, kFp8).k_splits, 1);
+  // An MN-major BF16 B takes whole 64-wide boxes: the split keeps block_n 64.
+  const plan::ShapeHint narrow{1, 576, 7168, 1};
+  const KernelConfig mn_b = plan::with_k_split(
+      plan::choose_bf16_config(narrow, 132, kernels::sm90::GemmRecipe::kBf16, 64, GroupedKind::kDense), narrow,
+      static_cast<int>(kernels::sm90::GemmRecipe::kBf16), GroupedKind::kDense, 64);
+  EXPECT_EQ(mn_b.block_n % 64, 0) << mn_b.to_string();
   // Grouped problems and 128-row tiles are left alone.
   plan::ShapeHint grouped{20, 576, 7168, 6};
   KernelConfig masked = plan::choose_fp8_1d2d_config(grouped, 132, false, GroupedKind::kMasked);

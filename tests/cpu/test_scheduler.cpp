@@ -222,17 +222,6 @@ void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std
   } else {
     ASSERT_EQ(passes.size(), 1u);
   }
-  // The kernels skip the MMAs of a 64-row wave that wave_has_rows rejects: no row such a wave holds may be stored,
-  // and (so that the skip is as wide as it may be) every wave it accepts holds a stored row.
-  if (p.kind != GroupedKind::kContiguousRowToGroup && p.block_m % 64 == 0) {
-    for (int wave_row0 = 0; wave_row0 < p.block_m; wave_row0 += 64) {
-      const bool live = moegemm::kernels::wave_has_rows(w, wave_row0);
-      const long long stored_rows = std::count_if(touched.begin(), touched.end(), [&](int row) {
-        return row >= w.row_begin + wave_row0 && row < w.row_begin + wave_row0 + 64;
-      });
-      ASSERT_EQ(live, stored_rows > 0) << "wave at row " << wave_row0 << " of " << describe(w);
-    }
-  }
   // Tiles in 64-row waves may store through TMA: a whole box goes to the copy engine, which drops rows past D's
   // extents (dense and contiguous: the rows of D; masked: each group's capacity), or the threads store the first
   // rows. The rows stored must be exactly those row_action accepts: for row-to-group, those some pass accepts (the
