@@ -252,7 +252,7 @@ TEST(Fp8DenseGpu, KSplitMatchesOracleAndRepeatsBitwise) {
     const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
     ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(s.m, 1)};
     for (int splits : {2, 3, 4}) {
-      for (int bn : {16, 64}) {
+      for (int bn : {16, 32, 64}) {
         KernelConfig cfg = tile_config(64, bn, 8);
         cfg.k_splits = splits;
         const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
