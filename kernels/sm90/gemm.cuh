@@ -14,6 +14,8 @@
 //     16-byte coalesced writes, row by row, where the scheduler's row_action says so: no store ever reaches a row
 //     outside the tile's group, whatever the capacity or the routing values.
 // Tile order comes from the one scheduler (common/scheduler.cuh), run identically by producer and consumers.
+// With a K split (kSplitK > 1, decode on narrow N) the CTAs of a cluster walk the same tiles, each over its own
+// slice of K, and rank 0 adds the others' partial results (pushed into its shared memory) before its epilogue.
 #pragma once
 
 #include "common/cluster_split.cuh"
