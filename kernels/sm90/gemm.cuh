@@ -478,14 +478,17 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           // Ranks 1.. push their partial results into rank 0's buffer (slot rank - 1, 8 bytes per thread and
           // accumulator pair, conflict-free) once rank 0 has read their previous tile's, and announce them; rank 0
           // adds them in rank order (the same sums every call), frees the slots and runs the epilogue alone.
-          const u32 partials = smem_base + kSmem.partial_offset + warpgroup * (128 * kAcc * 4) + tid_in_wg * 8;
+          constexpr u32 kSlotBytes = split_k_partial_bytes(kBlockM, kBlockN);  // one rank's partials
+          constexpr u32 kPairStride = 128 * 8;  // between a thread's accumulator pairs
+          const u32 partials =
+              smem_base + kSmem.partial_offset + warpgroup * split_k_partial_wg_bytes(kBlockN) + tid_in_wg * 8;
           const u32 full_addr = full_bar_addr + kSplitBarrier * 8, free_addr = full_addr + 8;
           if (split_rank != 0) {
             mbarrier_wait_acquire_cluster(free_addr, split_phase ^ 1u);
-            const u32 dst = cluster_map_shared(partials + (split_rank - 1) * split_k_partial_bytes(kBlockM, kBlockN), 0);
+            const u32 dst = cluster_map_shared(partials + (split_rank - 1) * kSlotBytes, 0);
 #pragma unroll
             for (int i = 0; i < kAcc; i += 2) {
-              store_cluster_v2_f32(dst + (i / 2) * (128 * 8), result[0][i], result[0][i + 1]);
+              store_cluster_v2_f32(dst + (i / 2) * kPairStride, result[0][i], result[0][i + 1]);
             }
             mbarrier_arrive_release_cluster(cluster_map_shared(full_addr, 0));
             split_phase ^= 1u;
@@ -498,7 +501,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
 #pragma unroll
             for (int i = 0; i < kAcc; i += 2) {
               float p0, p1;
-              load_shared_v2_f32(partials + (r - 1) * split_k_partial_bytes(kBlockM, kBlockN) + (i / 2) * (128 * 8), p0, p1);
+              load_shared_v2_f32(partials + (r - 1) * kSlotBytes + (i / 2) * kPairStride, p0, p1);
               result[0][i] += p0;
               result[0][i + 1] += p1;
             }

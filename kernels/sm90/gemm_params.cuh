@@ -216,9 +216,10 @@ MOEGEMM_HD constexpr bool gemm_split_k_supported(int recipe, int kind, int block
                          recipe != static_cast<int>(GemmRecipe::kFp8_1d1d));
 }
 // One extra rank's partial results in rank 0's shared memory: per math warpgroup, 128 threads x block_n / 2 FP32
-// accumulators.
+// accumulators (split_k_partial_wg_bytes), one warpgroup's after the other.
+MOEGEMM_HD constexpr int split_k_partial_wg_bytes(int block_n) { return 128 * (block_n / 2) * 4; }
 MOEGEMM_HD constexpr int split_k_partial_bytes(int block_m, int block_n) {
-  return (block_m / 64) * 128 * (block_n / 2) * 4;
+  return gemm_math_warpgroups(block_m) * split_k_partial_wg_bytes(block_n);
 }
 
 // Shared memory of one CTA, in bytes from a 1024-byte aligned base (128B-swizzle atoms need that alignment):

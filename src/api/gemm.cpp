@@ -259,13 +259,14 @@ namespace {
 // rule, measured for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md), which need a K-major B.
 KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::GemmRecipe recipe, int mn_major,
                        kernels::GroupedKind layout) {
-  KernelConfig config = plan::choose_bf16_config(hint, sms, recipe, (mn_major & 2) ? 64 : 16, layout);
+  const int block_n_multiple = (mn_major & 2) ? 64 : 16;  // an MN-major B comes in whole 64-wide boxes
+  KernelConfig config = plan::choose_bf16_config(hint, sms, recipe, block_n_multiple, layout);
   const bool fp32_out = kernels::sm90::recipe_has_fp32_out(static_cast<int>(recipe));
   if (layout == kernels::GroupedKind::kDense && !(mn_major & 2) && !fp32_out) {
     config = plan::with_measured_pair_cluster(config, hint);
   }
   if (layout == kernels::GroupedKind::kDense) {
-    config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, (mn_major & 2) ? 64 : 16);
+    config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, block_n_multiple);
   }
   return config;
 }

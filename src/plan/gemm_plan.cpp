@@ -26,6 +26,7 @@ static_assert(math_warpgroups_for(64) == kernels::sm90::gemm_math_warpgroups(64)
                   math_warpgroups_for(128) == kernels::sm90::gemm_math_warpgroups(128) &&
                   math_warpgroups_for(256) == kernels::sm90::gemm_math_warpgroups(256),
               "the public rule and the kernel's agree");
+static_assert(kernels::sm90::kMaxKSplits == 4, "validate/options.cpp checks k_splits against [1, 4]");
 constexpr int kBlockMs[] = {64, 128, 256};
 constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
@@ -241,9 +242,6 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
         c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
-  if (c.k_splits < 1 || c.k_splits > kernels::sm90::kMaxKSplits) {
-    config_fail("k_splits must be in [1, " + std::to_string(kernels::sm90::kMaxKSplits) + "]", c);
-  }
   if (!kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), c.block_m, c.block_n, c.k_splits) ||
       (c.k_splits > 1 && (c.cluster_m != 1 || c.cluster_n != 1))) {
     config_fail(
