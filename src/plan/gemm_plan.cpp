@@ -177,7 +177,18 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
       }
     }
   }
-  if (best_splits == 1 || 2 * best < 3 * engaged) return config;
+  if (best_splits == 1 || 2 * best < 3 * engaged) {
+    // A 16-wide tile that already fills the SMs: the 32-wide tile split 2 ways keeps as many CTAs at work, each
+    // stage carrying twice the bytes (measured: 1 x 2112 x 7168, FP8 16.0 -> 13.8 us, BF16 21.2 -> 19.2 us,
+    // docs/results/2026-12-03-split-k.md, runs 4 and 5).
+    const long long wide = tiles_of(32) * 2;
+    if (config.block_n != 16 || 32 % block_n_multiple != 0 || num_kb / 2 < 8 || wide > config.num_sms ||
+        wide < engaged || !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 64, 32, 2)) {
+      return config;
+    }
+    best_n = 32;
+    best_splits = 2;
+  }
   config.block_n = best_n;
   config.k_splits = best_splits;
   config.stages = gemm_max_stages(config.block_m, config.block_n, recipe, layout, config.k_splits);

@@ -35,9 +35,10 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
 // Split K (KernelConfig::k_splits) for a dense problem whose 64-row tiles up to 64 wide leave SMs idle: the 64-row
 // tile width (16, 32 or 64) and rank count (2 to kMaxKSplits, each slice at least 8 K
 // blocks; clusters of 3 or 4 in 85% of the SMs) that put the most CTAs to work, when that is at least 1.5 times as
-// many as the planned tile alone. Decode on narrow N (M = 1, N = 576: 36 tiles of 64x16 on 132 SMs) is bound by
-// each CTA's chain of K blocks, not by memory. Returns `config` unchanged where it does not apply; `config` must
-// carry num_sms.
+// many as the planned tile alone; else, for a 16-wide tile that already fills the SMs, the 32-wide tile split 2 ways
+// (as many CTAs, twice the bytes per stage). Decode on narrow N (M = 1, N = 576: 36 tiles of 64x16 on 132 SMs) is
+// bound by each CTA's chain of K blocks, not by memory. Returns `config` unchanged where it does not apply; `config`
+// must carry num_sms.
 KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout,
                           int block_n_multiple = 16);
 

@@ -212,9 +212,17 @@ TEST(Fp8Plan, KSplitOnlyWhereTilesLeaveSmsIdle) {
   EXPECT_NO_THROW(plan::check_fp8_1d2d_config(m128, GroupedKind::kDense));
   EXPECT_EQ(planned({1, 256, 7168, 1}, kBf16Fp32).k_splits, 4);    // 16 tiles -> 64 CTAs
   EXPECT_EQ(planned({128, 256, 7168, 1}, kBf16Fp32).k_splits, 3);  // 32 tiles: x 4 = 128 is past 85% of the SMs
-  EXPECT_EQ(planned({1, 576, 7168, 1}, kFp8, 40).k_splits, 1);     // 36 of 40 SMs at work already
+  // 36 of 40 SMs at work already: no more CTAs to gain, but the 16-wide tile widens to 32 split 2 ways (36 CTAs).
+  const KernelConfig few_sms = planned({1, 576, 7168, 1}, kFp8, 40);
+  EXPECT_EQ(few_sms.block_n, 32);
+  EXPECT_EQ(few_sms.k_splits, 2) << few_sms.to_string();
   EXPECT_EQ(planned({1, 576, 1024, 1}, kFp8).k_splits, 1);         // 8 K blocks: too short to split
-  EXPECT_EQ(planned({1, 2112, 7168, 1}, kFp8).k_splits, 1);        // 132 tiles
+  // 132 tiles of 64x16 fill the SMs: 66 tiles of 64x32 split 2 ways keep 132 CTAs at work.
+  const KernelConfig wide = planned({1, 2112, 7168, 1}, kFp8);
+  EXPECT_EQ(wide.block_n, 32);
+  EXPECT_EQ(wide.k_splits, 2) << wide.to_string();
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(wide, GroupedKind::kDense));
+  EXPECT_EQ(planned({1, 4096, 7168, 1}, kFp8).k_splits, 1);        // 128 tiles of 64x32
   EXPECT_EQ(planned({128, 2112, 7168, 1}, kFp8).k_splits, 1);      // 132 tiles of 64x32
   EXPECT_EQ(planned({4096, 576, 7168, 1}, kFp8).k_splits, 1);
   // An MN-major BF16 B (whole 64-wide boxes) keeps its plan: no split has run with it on the device yet.
