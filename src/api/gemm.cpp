@@ -117,8 +117,9 @@ plan::ShapeHint kgrouped_hint(std::int64_t m, std::int64_t n, std::int64_t sum_k
 KernelConfig plan_fp8_1d2d(const plan::ShapeHint& hint, int sms, kernels::GroupedKind layout) {
   const KernelConfig config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, layout);
   if (layout != kernels::GroupedKind::kDense) return config;
-  return plan::with_k_split(plan::with_measured_pair_cluster(config, hint), hint,
-                            static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d);
+  return plan::with_row_block_tiles(
+      plan::with_k_split(plan::with_measured_pair_cluster(config, hint), hint, kRecipe, layout), hint, kRecipe, layout);
 }
 
 void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
@@ -267,6 +268,8 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
   }
   if (layout == kernels::GroupedKind::kDense) {
     config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, block_n_multiple);
+    // (K-major A and B only: no 128-row split has run with an MN-major operand on the device.)
+    if (mn_major == 0) config = plan::with_row_block_tiles(config, hint, static_cast<int>(recipe), layout);
   }
   return config;
 }

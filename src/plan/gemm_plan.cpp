@@ -157,8 +157,8 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
   };
   // The most CTAs at work: fewer ranks first, then the narrower tile, among 64-row tiles up to 64 wide with slices
   // of at least 8 K blocks, when that is half as many CTAs again or more (measured: 20-45% faster on the N = 576
-  // and 256 rows). The same CTA count on wider split tiles ran -13% to +6% in run 4 and 5-14% faster in run 5; not
-  // taken until the 64x32 split-2 instance has been checked on the device.
+  // and 256 rows). The same CTA count on wider split tiles ran -13% to +6% in run 4 and 5-14% faster in run 5: only
+  // the clearest case is taken, below.
   const long long engaged = std::min<long long>(tiles_of(config.block_n), config.num_sms);
   long long best = engaged;
   int best_n = config.block_n, best_splits = 1;
@@ -180,7 +180,8 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
   if (best_splits == 1 || 2 * best < 3 * engaged) {
     // A 16-wide tile that already fills the SMs: the 32-wide tile split 2 ways keeps as many CTAs at work, each
     // stage carrying twice the bytes (measured: 1 x 2112 x 7168, FP8 16.0 -> 13.8 us, BF16 21.2 -> 19.2 us,
-    // docs/results/2026-12-03-split-k.md, runs 4 and 5).
+    // docs/results/2026-12-03-split-k.md, runs 4 and 5; as the plan, checked: 13.3 and 18.2 us, run A of
+    // docs/results/2026-12-03-cublas-tiles.md).
     const long long wide = tiles_of(32) * 2;
     if (config.block_n != 16 || 32 % block_n_multiple != 0 || num_kb / 2 < 8 || wide > config.num_sms ||
         wide < engaged || !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 64, 32, 2)) {
@@ -192,6 +193,54 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
   config.block_n = best_n;
   config.k_splits = best_splits;
   config.stages = gemm_max_stages(config.block_m, config.block_n, recipe, layout, config.k_splits);
+  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
+  return config;
+}
+
+KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout) {
+  using kernels::sm90::GemmRecipe;
+  const bool fp8 = recipe == static_cast<int>(GemmRecipe::kFp8_1d2d);
+  const bool bf16 = recipe == static_cast<int>(GemmRecipe::kBf16) || recipe == static_cast<int>(GemmRecipe::kBf16AddC);
+  if ((!fp8 && !bf16) || layout != kernels::GroupedKind::kDense || hint.num_groups != 1 || hint.m_per_group <= 64 ||
+      hint.m_per_group > 128 || config.num_sms < 2) {
+    return config;
+  }
+  const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
+  auto room = [&](int splits) -> long long {  // as with_k_split: clusters of 3 or 4 in 85% of the SMs
+    return splits <= 2 ? config.num_sms : static_cast<long long>(config.num_sms) * 85 / 100;
+  };
+  // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 32-wide tiles too (its 128-K stages carry
+  // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks.
+  const int widths[] = {64, fp8 ? 32 : 0};
+  const int max_splits = fp8 ? 2 : 3;
+  long long best = 0;
+  int best_n = 0, best_splits = 0;
+  for (int block_n : widths) {
+    for (int splits = 1; block_n > 0 && splits <= max_splits; ++splits) {
+      if (splits > 1 && (num_kb / splits < 8 ||
+                         !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 128, block_n, splits))) {
+        continue;
+      }
+      const long long ctas = static_cast<long long>((hint.n + block_n - 1) / block_n) * splits;
+      if (ctas <= room(splits) && ctas > best) {  // ties: the wider tile, then fewer ranks (the order tried)
+        best = ctas;
+        best_n = block_n;
+        best_splits = splits;
+      }
+    }
+  }
+  // The CTAs the plan so far puts to work (a pair's two 64-row tiles are two CTAs, as two tiles alone are).
+  const long long m_blocks = (hint.m_per_group + config.block_m - 1) / config.block_m;
+  const long long planned = std::min<long long>(
+      m_blocks * ((hint.n + config.block_n - 1) / config.block_n) * std::max(1, config.k_splits), config.num_sms);
+  if (best_n == 0 || 4 * best < 3 * planned) return config;
+  config.block_m = 128;
+  config.block_n = best_n;
+  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(128);
+  config.cluster_m = 1;
+  config.cluster_n = 1;
+  config.k_splits = best_splits;
+  config.stages = gemm_max_stages(128, best_n, recipe, layout, best_splits);
   config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
   return config;
 }

@@ -42,6 +42,15 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
 KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout,
                           int block_n_multiple = 16);
 
+// One block of rows (a dense problem of 65 to 128 rows), FP8 (1,128,128) or BF16 with BF16 D: a 128-row tile, so
+// that both math warpgroups share each B tile instead of two 64-row tiles each loading it, at the width and K split
+// (FP8: 64 or 32 wide, 1 or 2 ranks; BF16: 64 wide, 1 to 3 ranks; slices of at least 8 K blocks; clusters of 3 in 85%
+// of the SMs) that put the most CTAs to work without passing the SMs, when that is at least three quarters of the
+// CTAs the plan so far engages (docs/heuristics.md; measured in docs/results/2026-12-03-cublas-tiles.md, run C).
+// Returns `config` unchanged otherwise (N too wide for one wave of 64-wide tiles, or a split decode plan with far
+// more CTAs, as 128 x 576). Callers apply it after with_k_split, with K-major operands; `config` must carry num_sms.
+KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout);
+
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 

@@ -106,14 +106,15 @@ TEST(PlanQueries, MatchThePlannersChoiceForEachFamily) {
     return a.block_m == b.block_m && a.block_n == b.block_n && a.stages == b.stages && a.cluster_m == b.cluster_m &&
            a.cluster_n == b.cluster_n && a.smem_bytes == b.smem_bytes;
   };
-  // BF16 dense with BF16 D: 256x128 at 4096^2 x 7168; the measured pair at M = 128 on wide 64-row tiles.
+  // BF16 dense with BF16 D: 256x128 at 4096^2 x 7168; one 128-row tile per 64 columns at M = 128 (112 CTAs).
   Bf16PlanQuery q;
   q.m = 4096, q.n = 4096, q.k = 7168;
   EXPECT_TRUE(same(plan_bf16_gemm(q), plan::choose_bf16_config({4096, 4096, 7168, 1}, sms, GemmRecipe::kBf16, 16,
                                                                 GroupedKind::kDense)));
   EXPECT_EQ(plan_bf16_gemm(q).block_m, 256);
   q.m = 128, q.n = 7168, q.k = 16384;
-  EXPECT_EQ(plan_bf16_gemm(q).cluster_m, 2) << plan_bf16_gemm(q).to_string();
+  EXPECT_EQ(plan_bf16_gemm(q).block_m, 128) << plan_bf16_gemm(q).to_string();
+  EXPECT_EQ(plan_bf16_gemm(q).block_n, 64) << plan_bf16_gemm(q).to_string();
   q.b_mn_major = true;  // pairs need a K-major B; MN-major B takes whole 64-column boxes
   EXPECT_EQ(plan_bf16_gemm(q).cluster_m, 1);
   EXPECT_EQ(plan_bf16_gemm(q).block_n % 64, 0);
@@ -187,6 +188,51 @@ TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
   EXPECT_EQ(plan_fp8_gemm_wgrad(24576, 4096, 1536).block_n, 128);
 }
 
+// One block of rows (M = 65..128, dense, FP8 (1,128,128) or BF16 D): a 128-row tile at the width and split that put
+// the most CTAs to work without passing the SMs, when that is at least 3/4 of what the plan engaged. Measured on the
+// suite rows (docs/results/2026-12-03-cublas-tiles.md, run C).
+TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
+  using kernels::GroupedKind;
+  using kernels::sm90::GemmRecipe;
+  constexpr int kFp8 = static_cast<int>(GemmRecipe::kFp8_1d2d);
+  constexpr int kBf16 = static_cast<int>(GemmRecipe::kBf16);
+  auto planned = [](plan::ShapeHint h, int recipe, GroupedKind layout = GroupedKind::kDense) {
+    KernelConfig c = recipe == kFp8 ? plan::choose_fp8_1d2d_config(h, 132, false, layout)
+                                    : plan::choose_bf16_config(h, 132, static_cast<GemmRecipe>(recipe), 16, layout);
+    if (layout != GroupedKind::kDense) return plan::with_row_block_tiles(c, h, recipe, layout);
+    if (recipe == kFp8) c = plan::with_measured_pair_cluster(c, h);
+    return plan::with_row_block_tiles(plan::with_k_split(c, h, recipe, layout), h, recipe, layout);
+  };
+  auto expect_tile = [](const KernelConfig& c, int bm, int bn, int splits) {
+    EXPECT_EQ(c.block_m, bm) << c.to_string();
+    EXPECT_EQ(c.block_n, bn) << c.to_string();
+    EXPECT_EQ(c.k_splits, splits) << c.to_string();
+    EXPECT_EQ(c.cluster_m, 1) << c.to_string();
+  };
+  const KernelConfig fp8_2112 = planned({128, 2112, 7168, 1}, kFp8);  // 66 tiles of 128x32 x 2 ranks: 132 CTAs
+  expect_tile(fp8_2112, 128, 32, 2);
+  EXPECT_NO_THROW(plan::check_fp8_1d2d_config(fp8_2112, GroupedKind::kDense));
+  EXPECT_EQ(fp8_2112.stages, plan::gemm_max_stages(128, 32, kFp8, GroupedKind::kDense, 2));
+  expect_tile(planned({128, 4096, 7168, 1}, kFp8), 128, 64, 2);    // 128 CTAs: the wider tile of two ties
+  expect_tile(planned({128, 7168, 2048, 1}, kFp8), 128, 64, 1);    // 112 tiles (a split would pass the SMs)
+  expect_tile(planned({100, 7168, 16384, 1}, kFp8), 128, 64, 1);   // partial rows: the same block
+  expect_tile(planned({128, 576, 7168, 1}, kFp8), 64, 32, 3);      // 36 CTAs against 108: the split decode plan
+  EXPECT_EQ(planned({128, 24576, 1536, 1}, kFp8).block_n, 192);    // 384 tiles of 64 pass the SMs: plan kept
+  expect_tile(planned({128, 2112, 7168, 1}, kBf16), 128, 64, 3);   // BF16: 64 wide, up to 3 ranks (99 CTAs)
+  expect_tile(planned({128, 4096, 7168, 1}, kBf16), 128, 64, 2);
+  // Outside its rows, recipes and layout: unchanged.
+  EXPECT_EQ(planned({64, 4096, 7168, 1}, kFp8).block_m, 64);
+  EXPECT_NE(planned({129, 4096, 7168, 1}, kFp8).block_n, 32);
+  const plan::ShapeHint fp32{128, 4096, 7168, 1};
+  const KernelConfig fp32_plan = plan::choose_bf16_config(fp32, 132, GemmRecipe::kBf16Fp32, 16, GroupedKind::kDense);
+  EXPECT_EQ(plan::with_row_block_tiles(fp32_plan, fp32, static_cast<int>(GemmRecipe::kBf16Fp32), GroupedKind::kDense)
+                .to_string(),
+            fp32_plan.to_string());
+  const plan::ShapeHint grouped{128, 4096, 7168, 8};
+  const KernelConfig masked = plan::choose_fp8_1d2d_config(grouped, 132, false, GroupedKind::kMasked);
+  EXPECT_EQ(plan::with_row_block_tiles(masked, grouped, kFp8, GroupedKind::kMasked).to_string(), masked.to_string());
+}
+
 // Split K: a dense problem whose 64-row tiles leave SMs idle takes the tile width (16-64) and rank count (2-4, 8 K
 // blocks a slice at least, clusters of 3 or 4 in 85% of the SMs) that put the most CTAs to work, when that is at
 // least 1.5 times as many as the planned tile alone (decode on N = 576 and 256); everything else runs unsplit.
@@ -223,7 +269,7 @@ TEST(Fp8Plan, KSplitOnlyWhereTilesLeaveSmsIdle) {
   EXPECT_EQ(wide.k_splits, 2) << wide.to_string();
   EXPECT_NO_THROW(plan::check_fp8_1d2d_config(wide, GroupedKind::kDense));
   EXPECT_EQ(planned({1, 4096, 7168, 1}, kFp8).k_splits, 1);        // 128 tiles of 64x32
-  EXPECT_EQ(planned({128, 2112, 7168, 1}, kFp8).k_splits, 1);      // 132 tiles of 64x32
+  EXPECT_EQ(planned({128, 2112, 7168, 1}, kFp8).k_splits, 1);      // 132 tiles of 64x32 (with_row_block_tiles splits)
   EXPECT_EQ(planned({4096, 576, 7168, 1}, kFp8).k_splits, 1);
   // An MN-major BF16 B (whole 64-wide boxes) keeps its plan: no split has run with it on the device yet.
   const plan::ShapeHint narrow{1, 576, 7168, 1};

@@ -266,14 +266,20 @@ TEST(Fp8DenseGpu, KSplitMatchesOracleAndRepeatsBitwise) {
         EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * 2)) << what << ": results differ between calls";
       }
     }
-    // 128-row tiles (two math warpgroups, each pushing its own partials).
-    KernelConfig tall = tile_config(128, 64, 6);
-    tall.k_splits = 2;
-    std::vector<std::uint16_t> got;
-    run_dense_with(ops, d, dv, tall, got);
-    if (HasFatalFailure()) return;
-    expect_rows_match(got, want, s.n, "128x64, K split 2");
-    EXPECT_TRUE(d.guard_intact()) << "128x64, K split 2";
+    // 128-row tiles (two math warpgroups, each pushing its own partials), 64 and 32 wide: the one-block-of-rows
+    // plans (plan::with_row_block_tiles).
+    for (int bn : {64, 32}) {
+      KernelConfig tall = tile_config(128, bn, 6);
+      tall.k_splits = 2;
+      const std::string what = "128x" + std::to_string(bn) + ", K split 2";
+      std::vector<std::uint16_t> got, again;
+      run_dense_with(ops, d, dv, tall, got);
+      if (HasFatalFailure()) return;
+      expect_rows_match(got, want, s.n, what.c_str());
+      EXPECT_TRUE(d.guard_intact()) << what;
+      run_dense_with(ops, d, dv, tall, again);
+      EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * 2)) << what << ": results differ between calls";
+    }
   }
 }
 
