@@ -103,9 +103,10 @@ MOEGEMM_HD constexpr bool fp32_out_block_n_supported(int block_n) {
   return block_n >= 16 && block_n <= 160 && block_n % 16 == 0;
 }
 
-// BF16 with BF16 output: multiples of 16 up to 192 (no scale blocks to respect).
+// BF16 with BF16 output: multiples of 16 up to 192 (no scale blocks to respect), and 256: one m64n256 WGMMA per
+// warpgroup and K step, the same 128 accumulator registers as a 256x128 tile's two waves.
 MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
-  return block_n >= 16 && block_n <= 192 && block_n % 16 == 0;
+  return block_n >= 16 && block_n % 16 == 0 && (block_n <= 192 || block_n == 256);
 }
 
 // Recipe (1,128,128): the producer copies each stage's one or two B block scales into the stage (cp.async), so

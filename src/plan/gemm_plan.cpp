@@ -245,6 +245,23 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   return config;
 }
 
+KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& hint, int recipe,
+                                           kernels::GroupedKind layout) {
+  using kernels::GroupedKind;
+  const bool grouped = layout == GroupedKind::kContiguousRowToGroup || layout == GroupedKind::kContiguousGroupEnds ||
+                       layout == GroupedKind::kMasked;
+  if (recipe != static_cast<int>(kernels::sm90::GemmRecipe::kBf16) || !grouped || hint.n < 512 ||
+      config.block_m * config.block_n < 128 * 192 || config.cluster_m != 1 || config.cluster_n != 1) {
+    return config;
+  }
+  config.block_m = 128;
+  config.block_n = 256;
+  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(128);
+  config.stages = gemm_max_stages(128, 256, recipe, layout);
+  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
+  return config;
+}
+
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
                                 int block_n_multiple, kernels::GroupedKind layout) {
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {

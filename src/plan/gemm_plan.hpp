@@ -51,6 +51,14 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
 // more CTAs, as 128 x 576). Callers apply it after with_k_split, with K-major operands; `config` must carry num_sms.
 KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout);
 
+// BF16 (BF16 D) on the m-grouped layouts, where the model planned a large tile (256x128 or 128x192) and N is at
+// least 512: 128x256, one m64n256 WGMMA per warpgroup and K step. The model does not consider it. It was measured
+// 1-8% faster on the contiguous (both forms) and masked rows of expected M 192 and up, and level to 5% either way on
+// dense rows, which keep their plan (docs/results/2026-12-03-cublas-tiles.md, runs E and F). Returns `config`
+// unchanged otherwise.
+KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& hint, int recipe,
+                                          kernels::GroupedKind layout);
+
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 

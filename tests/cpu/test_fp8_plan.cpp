@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "moegemm/moegemm.hpp"
 #include "plan/gemm_plan.hpp"
@@ -131,8 +132,12 @@ TEST(PlanQueries, MatchThePlannersChoiceForEachFamily) {
   // Masked with expected rows per expert.
   Bf16PlanQuery m;
   m.layout = GemmLayout::kMasked, m.m = 32 * 4096, m.n = 6144, m.k = 7168, m.num_groups = 32, m.expected_m = 192;
-  EXPECT_TRUE(same(plan_bf16_gemm(m), plan::choose_bf16_config({192, 6144, 7168, 32}, sms, GemmRecipe::kBf16, 16,
-                                                                GroupedKind::kMasked)));
+  const plan::ShapeHint masked_hint{192, 6144, 7168, 32};
+  EXPECT_TRUE(same(plan_bf16_gemm(m), plan::with_wide_grouped_bf16_tiles(
+                                          plan::choose_bf16_config(masked_hint, sms, GemmRecipe::kBf16, 16,
+                                                                   GroupedKind::kMasked),
+                                          masked_hint, static_cast<int>(GemmRecipe::kBf16), GroupedKind::kMasked)));
+  EXPECT_EQ(plan_bf16_gemm(m).block_n, 256);
   // FP8 weight gradients, dense and k-grouped.
   EXPECT_TRUE(same(plan_fp8_gemm_wgrad(4096, 4096, 7168), plan::choose_fp8_1d1d_config({4096, 4096, 7168, 1}, sms)));
   EXPECT_TRUE(same(plan_fp8_gemm_wgrad(4096, 7168, 32768, 16), plan::choose_fp8_1d1d_config({4096, 7168, 2048, 16}, sms)));
@@ -231,6 +236,36 @@ TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
   const plan::ShapeHint grouped{128, 4096, 7168, 8};
   const KernelConfig masked = plan::choose_fp8_1d2d_config(grouped, 132, false, GroupedKind::kMasked);
   EXPECT_EQ(plan::with_row_block_tiles(masked, grouped, kFp8, GroupedKind::kMasked).to_string(), masked.to_string());
+}
+
+// BF16 D on the m-grouped layouts: where the model plans a large tile, 128x256 (measured faster on those rows,
+// docs/results/2026-12-03-cublas-tiles.md, runs E and F); dense, FP32 D, small tiles and narrow N keep their plan.
+TEST(Bf16Plan, WideTilesForLargeGroupedTiles) {
+  using kernels::GroupedKind;
+  using kernels::sm90::GemmRecipe;
+  constexpr int kBf16 = static_cast<int>(GemmRecipe::kBf16);
+  auto wide = [](plan::ShapeHint h, GroupedKind layout, GemmRecipe recipe = GemmRecipe::kBf16) {
+    const KernelConfig c = plan::choose_bf16_config(h, 132, recipe, 16, layout);
+    return std::make_pair(c, plan::with_wide_grouped_bf16_tiles(c, h, static_cast<int>(recipe), layout));
+  };
+  for (GroupedKind layout :
+       {GroupedKind::kMasked, GroupedKind::kContiguousGroupEnds, GroupedKind::kContiguousRowToGroup}) {
+    const auto [before, after] = wide({192, 6144, 7168, 32}, layout);
+    EXPECT_GE(before.block_m * before.block_n, 128 * 192) << before.to_string();
+    EXPECT_EQ(after.block_m, 128) << after.to_string();
+    EXPECT_EQ(after.block_n, 256) << after.to_string();
+    EXPECT_EQ(after.stages, plan::gemm_max_stages(128, 256, kBf16, layout));
+    EXPECT_NO_THROW(plan::check_bf16_config(after, GemmRecipe::kBf16, 0, layout));
+    EXPECT_NO_THROW(plan::check_bf16_config(after, GemmRecipe::kBf16, 2, layout));
+  }
+  const auto [small, small_after] = wide({20, 6144, 7168, 32}, GroupedKind::kMasked);  // decode: 64-row tiles
+  EXPECT_EQ(small_after.to_string(), small.to_string());
+  const auto [narrow, narrow_after] = wide({4096, 256, 7168, 8}, GroupedKind::kMasked);
+  EXPECT_EQ(narrow_after.to_string(), narrow.to_string());
+  const auto [dense, dense_after] = wide({4096, 4096, 7168, 1}, GroupedKind::kDense);
+  EXPECT_EQ(dense_after.to_string(), dense.to_string());
+  const auto [kg, kg_after] = wide({4096, 7168, 2048, 16}, GroupedKind::kKGrouped, GemmRecipe::kBf16Fp32);
+  EXPECT_EQ(kg_after.to_string(), kg.to_string());
 }
 
 // Split K: a dense problem whose 64-row tiles leave SMs idle takes the tile width (16-64) and rank count (2-4, 8 K

@@ -136,7 +136,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{64, 16, kernels::GroupedKind::kDense, 1, 3, 0, 1, 4},
         Case{64, 64, kernels::GroupedKind::kDense, 1, 3, 1, 1, 2},
         Case{128, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 2},
-        Case{128, 64, kernels::GroupedKind::kDense, 1, 2, 0, 1, 3}),
+        Case{128, 64, kernels::GroupedKind::kDense, 1, 2, 0, 1, 3},
+        // BF16 128x256 (one m64n256 WGMMA per warpgroup): NT, TT, with C, masked and group ends.
+        Case{128, 256, kernels::GroupedKind::kDense, 1, 2}, Case{128, 256, kernels::GroupedKind::kDense, 1, 2, 3},
+        Case{128, 256, kernels::GroupedKind::kDense, 1, 4}, Case{128, 256, kernels::GroupedKind::kMasked, 1, 2},
+        Case{128, 256, kernels::GroupedKind::kContiguousGroupEnds, 1, 2},
+        Case{128, 256, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
+        Case{128, 256, kernels::GroupedKind::kMasked, 1, 2, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +

@@ -137,8 +137,9 @@ TEST(Bf16StagedGpu, MaskedOddCapacitiesStayInsideTheirGroup) {
   }
 }
 
-TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
-  MOEGEMM_REQUIRE_GPU();
+// Row-to-group with padding rows and blocks that mix experts, on the planner's tile or `config`.
+void run_row_to_group_mixed(const KernelConfig* config, const char* what) {
+  SCOPED_TRACE(what);
   std::mt19937 rng(4);
   const int m_total = 512, groups = 3, n = 384, k = 512;
   std::vector<int> index(m_total, -1);
@@ -155,15 +156,23 @@ TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
   ContiguousLayout layout;
   layout.form = ContiguousLayout::Form::kRowToGroup;
   layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {m_total});
+  GemmOptions options;
+  options.config = config;
   m_grouped_bf16_gemm_contiguous(TensorView::contiguous(a.device.get(), DType::kBFloat16, {m_total, k}),
                                          TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
                                          TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout,
-                                         nullptr);
+                                         nullptr, options);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
   const auto want = ref::m_grouped_contiguous_row_to_group(
       m_total, n, k, ref::MatrixRef::row_major(a.values.data(), k),
       {ref::MatrixRef::row_major(b.values.data(), k), static_cast<std::int64_t>(n) * k}, groups, index.data());
-  expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n), want, n, "bf16 contiguous");
+  expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n), want, n, what);
+  EXPECT_TRUE(d.guard_intact()) << what;
+}
+
+TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
+  MOEGEMM_REQUIRE_GPU();
+  run_row_to_group_mixed(nullptr, "bf16 contiguous");
 }
 
 // FP32 D of an m x n x k problem (K-major A and B), with `config` (nullptr: the planner's): D = A B^T into a
@@ -434,7 +443,8 @@ KernelConfig bf16_config(int bm, int bn, int stages, int cluster_m = 1, int clus
   return c;
 }
 
-// Pairs sharing B along M (2x1) or A along N (1x2) and 256-row tiles (two accumulators per warpgroup), in every
+// Pairs sharing B along M (2x1) or A along N (1x2), 256-row tiles (two accumulators per warpgroup) and 256-wide
+// tiles (one m64n256 WGMMA per warpgroup and K step; N = 392 leaves a partial one), in every
 // form they take, on a shape that leaves partial tiles, a pair with an empty half and a partial K block: each
 // against the oracle, and bitwise equal to the planner's configuration (the same K order per element).
 TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
@@ -442,7 +452,7 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
   const int m = 600, n = 392, k = 584;
   const KernelConfig pair_m = bf16_config(128, 192, 4, 2), pair_m_narrow = bf16_config(64, 128, 6, 2),
                      tall = bf16_config(256, 128, 3), tall_pair_n = bf16_config(256, 128, 3, 1, 2),
-                     pair_n = bf16_config(128, 128, 4, 1, 2);
+                     pair_n = bf16_config(128, 128, 4, 1, 2), wide = bf16_config(128, 256, 3);
   struct Run {
     const KernelConfig* config;
     const char* name;
@@ -450,7 +460,7 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
   };
   const Run runs[] = {{&pair_m, "128x192 2x1", true, false},  {&pair_m_narrow, "64x128 2x1", true, false},
                       {&tall, "256x128", true, true},          {&tall_pair_n, "256x128 1x2", false, true},
-                      {&pair_n, "128x128 1x2", false, true}};
+                      {&pair_n, "128x128 1x2", false, true},   {&wide, "128x256", true, true}};
   for (int form = 0; form < 4; ++form) {
     const bool a_mn = form & 1, b_mn = form & 2;
     std::mt19937 rng(700 + form);
@@ -597,6 +607,20 @@ TEST(Bf16ForcedConfigsGpu, MaskedPairsStayInsideTheirGroup) {
     run_masked(4, cap, 256, 320, {cap, cap - 1 > 0 ? cap - 1 : 0, 0, cap / 2 + 1}, rng,
                ("capacity " + std::to_string(cap) + ", 128x128 2x1").c_str(), &pair_m);
   }
+}
+
+// 128x256 tiles (one m64n256 WGMMA per warpgroup) on the grouped layouts: masked capacities below, at and past a
+// tile (N = 320 leaves a partial 256-wide tile), the anchor's 8 x 32 case, and row-to-group with mixed blocks.
+TEST(Bf16ForcedConfigsGpu, WideTilesOnGroupedLayoutsStayInsideTheirGroup) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig wide = bf16_config(128, 256, 3);
+  std::mt19937 rng(10);
+  run_masked(8, 32, 256, 256, {0, 1, 16, 31, 32, 1, 32, 32}, rng, "8 groups x 32, 128x256", &wide);
+  for (int cap : {1, 129, 257, 300}) {
+    run_masked(4, cap, 320, 320, {cap, cap - 1 > 0 ? cap - 1 : 0, 0, cap / 2 + 1}, rng,
+               ("capacity " + std::to_string(cap) + ", 128x256").c_str(), &wide);
+  }
+  run_row_to_group_mixed(&wide, "bf16 contiguous, 128x256");
 }
 
 }  // namespace
