@@ -344,7 +344,7 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, 
   if (!kernels::sm90::recipe_is_bf16(r)) throw Error(ErrorCode::kInternal, "check_bf16_config: not a BF16 recipe");
   if (!kernels::sm90::gemm_block_n_supported(r, c.block_n)) {
     config_fail(kernels::sm90::recipe_has_fp32_out(r) ? "block_n must be a multiple of 16 in [16, 160] for FP32 D"
-                                                      : "block_n must be a multiple of 16 in [16, 192]",
+                                                      : "block_n must be a multiple of 16 in [16, 192], or 256",
                 c);
   }
   const bool a_mn = (mn_major & 1) != 0, b_mn = (mn_major & 2) != 0;

@@ -266,6 +266,18 @@ TEST(Bf16Plan, WideTilesForLargeGroupedTiles) {
   EXPECT_EQ(dense_after.to_string(), dense.to_string());
   const auto [kg, kg_after] = wide({4096, 7168, 2048, 16}, GroupedKind::kKGrouped, GemmRecipe::kBf16Fp32);
   EXPECT_EQ(kg_after.to_string(), kg.to_string());
+  // The widths the kernel takes: 256 with BF16 D (with or without C), not 208-240, not with FP32 D.
+  KernelConfig c = dense_after;
+  c.block_m = 128;
+  c.math_warpgroups = 2;
+  c.block_n = 256;
+  c.stages = plan::gemm_max_stages(128, 256, kBf16, GroupedKind::kDense);
+  c.smem_bytes = plan::gemm_smem_bytes(c, kBf16, GroupedKind::kDense);
+  EXPECT_NO_THROW(plan::check_bf16_config(c, GemmRecipe::kBf16, 0, GroupedKind::kDense));
+  EXPECT_NO_THROW(plan::check_bf16_config(c, GemmRecipe::kBf16AddC, 3, GroupedKind::kDense));
+  EXPECT_THROW(plan::check_bf16_config(c, GemmRecipe::kBf16Fp32, 0, GroupedKind::kDense), Error);
+  c.block_n = 224;
+  EXPECT_THROW(plan::check_bf16_config(c, GemmRecipe::kBf16, 0, GroupedKind::kDense), Error);
 }
 
 // Split K: a dense problem whose 64-row tiles leave SMs idle takes the tile width (16-64) and rank count (2-4, 8 K
