@@ -139,6 +139,18 @@ KernelConfig with_measured_pair_cluster(KernelConfig config, const ShapeHint& hi
   return config;
 }
 
+namespace {
+
+// The CTAs that clusters of `splits` CTAs can keep resident at once. Clusters of 3 or 4 must each fit inside one
+// GPC, so not every SM can hold one: their CTAs are kept to 85% of the SMs (measured: 36 tiles x 3 = 108 CTAs ran as
+// one wave, 32 x 4 = 128 did not and took 34% longer than 32 x 3, docs/results/2026-12-03-split-k.md, run 3). Pairs
+// fill every SM (as the 2x1 clusters do).
+long long split_cluster_room(int num_sms, int splits) {
+  return splits <= 2 ? num_sms : static_cast<long long>(num_sms) * 85 / 100;
+}
+
+}  // namespace
+
 KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout,
                           int block_n_multiple) {
   // (An MN-major BF16 B, block_n_multiple 64, keeps its plan: no device test has run a split with it yet.)
@@ -149,12 +161,7 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
   const long long m_blocks = std::max<long long>(1, (hint.m_per_group + 63) / 64);
   auto tiles_of = [&](int block_n) { return m_blocks * ((hint.n + block_n - 1) / block_n); };
   const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
-  // Clusters of 3 or 4 CTAs must each fit inside one GPC, so not every SM can hold one: their CTAs are kept to 85%
-  // of the SMs (measured: 36 tiles x 3 = 108 CTAs ran as one wave, 32 x 4 = 128 did not and took 34% longer than
-  // 32 x 3, docs/results/2026-12-03-split-k.md, run 3). Pairs fill every SM (as the 2x1 clusters do).
-  auto room = [&](int splits) -> long long {
-    return splits <= 2 ? config.num_sms : static_cast<long long>(config.num_sms) * 85 / 100;
-  };
+  auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };
   // The most CTAs at work: fewer ranks first, then the narrower tile, among 64-row tiles up to 64 wide with slices
   // of at least 8 K blocks, when that is half as many CTAs again or more (measured: 20-45% faster on the N = 576
   // and 256 rows). The same CTA count on wider split tiles ran -13% to +6% in run 4 and 5-14% faster in run 5: only
@@ -206,9 +213,7 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
     return config;
   }
   const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
-  auto room = [&](int splits) -> long long {  // as with_k_split: clusters of 3 or 4 in 85% of the SMs
-    return splits <= 2 ? config.num_sms : static_cast<long long>(config.num_sms) * 85 / 100;
-  };
+  auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };
   // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 32-wide tiles too (its 128-K stages carry
   // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks.
   const int widths[] = {64, fp8 ? 32 : 0};
