@@ -251,33 +251,29 @@ TEST(Fp8DenseGpu, KSplitMatchesOracleAndRepeatsBitwise) {
     DeviceBuffer d(static_cast<std::size_t>(s.m) * s.n * 2);
     const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
     ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(s.m, 1)};
+    // 64-row tiles 16-64 wide over 2-4 ranks; 128-row tiles (two math warpgroups, each pushing its own partials) 64
+    // and 32 wide over 2 ranks, the one-block-of-rows plans (plan::with_row_block_tiles).
+    std::vector<KernelConfig> configs;
     for (int splits : {2, 3, 4}) {
       for (int bn : {16, 32, 64}) {
-        KernelConfig cfg = tile_config(64, bn, 8);
-        cfg.k_splits = splits;
-        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
-                                 ", 64x" + std::to_string(bn) + ", K split " + std::to_string(splits);
-        std::vector<std::uint16_t> got, again;
-        run_dense_with(ops, d, dv, cfg, got);
-        if (HasFatalFailure()) return;
-        expect_rows_match(got, want, s.n, what.c_str());
-        EXPECT_TRUE(d.guard_intact()) << what;
-        run_dense_with(ops, d, dv, cfg, again);
-        EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * 2)) << what << ": results differ between calls";
+        configs.push_back(tile_config(64, bn, 8));
+        configs.back().k_splits = splits;
       }
     }
-    // 128-row tiles (two math warpgroups, each pushing its own partials), 64 and 32 wide: the one-block-of-rows
-    // plans (plan::with_row_block_tiles).
     for (int bn : {64, 32}) {
-      KernelConfig tall = tile_config(128, bn, 6);
-      tall.k_splits = 2;
-      const std::string what = "128x" + std::to_string(bn) + ", K split 2";
+      configs.push_back(tile_config(128, bn, 6));
+      configs.back().k_splits = 2;
+    }
+    for (const KernelConfig& cfg : configs) {
+      const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + ", " +
+                               std::to_string(cfg.block_m) + "x" + std::to_string(cfg.block_n) + ", K split " +
+                               std::to_string(cfg.k_splits);
       std::vector<std::uint16_t> got, again;
-      run_dense_with(ops, d, dv, tall, got);
+      run_dense_with(ops, d, dv, cfg, got);
       if (HasFatalFailure()) return;
       expect_rows_match(got, want, s.n, what.c_str());
       EXPECT_TRUE(d.guard_intact()) << what;
-      run_dense_with(ops, d, dv, tall, again);
+      run_dense_with(ops, d, dv, cfg, again);
       EXPECT_EQ(0, std::memcmp(got.data(), again.data(), got.size() * 2)) << what << ": results differ between calls";
     }
   }
