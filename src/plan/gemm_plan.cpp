@@ -48,6 +48,23 @@ int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layo
   return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits).launch_bytes;
 }
 
+namespace {
+
+// `config` on a block_m x block_n tile split k_splits ways, with what follows from the tile: its math warpgroups, the
+// deepest pipeline that fits and the shared memory it launches with (laid out for `recipe` and `layout`).
+KernelConfig retiled(KernelConfig config, int block_m, int block_n, int k_splits, int recipe,
+                     kernels::GroupedKind layout) {
+  config.block_m = block_m;
+  config.block_n = block_n;
+  config.k_splits = k_splits;
+  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(block_m);
+  config.stages = gemm_max_stages(block_m, block_n, recipe, layout, k_splits);
+  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
+  return config;
+}
+
+}  // namespace
+
 long long gemm_waves_of(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
   // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty).
   const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
@@ -113,12 +130,9 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
     }
   }
   best.block_k = kernels::sm90::stage_k(recipe);
-  best.math_warpgroups = kernels::sm90::gemm_math_warpgroups(best.block_m);
-  best.stages = gemm_max_stages(best.block_m, best.block_n, recipe, layout);
   best.cluster_n = 1;
   best.num_sms = num_sms;
-  best.smem_bytes = gemm_smem_bytes(best, recipe, layout);
-  return best;
+  return retiled(best, best.block_m, best.block_n, 1, recipe, layout);
 }
 
 }  // namespace
@@ -197,11 +211,7 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
     best_n = 32;
     best_splits = 2;
   }
-  config.block_n = best_n;
-  config.k_splits = best_splits;
-  config.stages = gemm_max_stages(config.block_m, config.block_n, recipe, layout, config.k_splits);
-  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
-  return config;
+  return retiled(config, config.block_m, best_n, best_splits, recipe, layout);
 }
 
 KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout) {
@@ -239,15 +249,9 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   const long long planned = std::min<long long>(
       m_blocks * ((hint.n + config.block_n - 1) / config.block_n) * std::max(1, config.k_splits), config.num_sms);
   if (best_n == 0 || 4 * best < 3 * planned) return config;
-  config.block_m = 128;
-  config.block_n = best_n;
-  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(128);
   config.cluster_m = 1;
   config.cluster_n = 1;
-  config.k_splits = best_splits;
-  config.stages = gemm_max_stages(128, best_n, recipe, layout, best_splits);
-  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
-  return config;
+  return retiled(config, 128, best_n, best_splits, recipe, layout);
 }
 
 KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& hint, int recipe,
@@ -259,12 +263,7 @@ KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& 
       config.block_m * config.block_n < 128 * 192 || config.cluster_m != 1 || config.cluster_n != 1) {
     return config;
   }
-  config.block_m = 128;
-  config.block_n = 256;
-  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(128);
-  config.stages = gemm_max_stages(128, 256, recipe, layout);
-  config.smem_bytes = gemm_smem_bytes(config, recipe, layout);
-  return config;
+  return retiled(config, 128, 256, 1, recipe, layout);
 }
 
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
@@ -286,9 +285,7 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
   // smaller wave count wins (576 x 4096: one wave of 128x160 against two of 128x128, 47 us against 70).
   if (hint.num_groups == 1 && config.block_m == 128 && config.block_n > 128 &&
       gemm_waves_of(hint, config.block_m, config.block_n, config.cluster_m, num_sms) >= 3) {
-    config.block_n = 128;
-    config.stages = gemm_max_stages(128, 128, kRecipe, kernels::GroupedKind::kDense);
-    config.smem_bytes = gemm_smem_bytes(config, kRecipe, kernels::GroupedKind::kDense);
+    return retiled(config, 128, 128, 1, kRecipe, kernels::GroupedKind::kDense);
   }
   return config;
 }
