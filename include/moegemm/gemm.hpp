@@ -83,9 +83,11 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
                             const KGroupedLayout& layout, Stream stream, const GemmOptions& options = {});
 
 // What the planner picks for an FP8 (1,128,128) shape (for printing and tests; launches nothing): dense when
-// num_groups is 1, else the m-grouped group-ends and masked layouts with expected_m rows per expert (the
-// row-to-group form never gets 256-row tiles and may get a different stage count: docs/heuristics.md).
-KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0);
+// num_groups is 1, else `grouped_layout` (m-grouped contiguous in either form, or masked) with expected_m rows per
+// expert. The row-to-group form is planned without 256-row tiles (docs/heuristics.md), so its plan may differ
+// from the other two.
+KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0,
+                              GemmLayout grouped_layout = GemmLayout::kContiguousGroupEnds);
 
 // What the planner picks for an FP8 (1,1,128) weight gradient: dense (num_groups 1) or k-grouped with k the sum of
 // the experts' K (planned, as the call is, with the mean K per expert).

@@ -587,8 +587,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               // The buffer holds this tile's C (its previous D was read out before C was loaded).
               mbarrier_wait(c_bar_addr + v * 8, c_phase);
             } else if (first_pass) {
+              // Each wave's store is its own bulk group, committed in wave order: with both waves' groups of the
+              // previous tile outstanding, at most kWaves - 1 pending means this wave's buffer was read. A
+              // row-to-group tile commits nothing until its last pass, so its first pass may reach wave 1 with the
+              // previous tile's wave-1 group still the only one pending: it waits for every group instead.
               if (store_warp) {
-                if (elect_one()) bulk_wait_group_read<kWaves - 1>();
+                if (elect_one()) bulk_wait_group_read<kRowToGroup ? 0 : kWaves - 1>();
                 __syncwarp();
               }
               named_barrier_sync(1 + warpgroup, 128);

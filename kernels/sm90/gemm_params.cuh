@@ -142,9 +142,13 @@ MOEGEMM_HD constexpr bool recipe_has_bf16_out(int recipe) {
 // The tiles 256 rows high support (the kernel's static check, the planner's candidates and the override check):
 // BF16 D (recipe (1,128,128): a math thread holds two block_n-wide result rows and the accumulator; BF16 with or
 // without C: two block_n-wide accumulators; the FP32-output epilogues store one wave), block_n at most 128, no
-// cluster along M, and a layout of row-limited tiles.
+// cluster along M, and the dense, m-grouped contiguous (both forms) or masked layout. A row-to-group tile runs one
+// pass per expert in its 256 rows, each storing its expert's rows of both waves into the staging buffers, and the
+// last pass stores them (the planner does not pick them for that layout: measured slower, plan/gemm_plan.cpp).
 MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int block_n, int cluster_m) {
-  return recipe_has_bf16_out(recipe) && gemm_row_limited_tiles(kind) && block_n <= 128 && cluster_m == 1;
+  return recipe_has_bf16_out(recipe) &&
+         (gemm_row_limited_tiles(kind) || kind == static_cast<int>(GroupedKind::kContiguousRowToGroup)) &&
+         block_n <= 128 && cluster_m == 1;
 }
 
 // FP32 D (weight gradients, D = C + A B^T) through TMA, dense and k-grouped, on tiles of whole 32-column boxes: C's

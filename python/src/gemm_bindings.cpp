@@ -240,8 +240,16 @@ void bind_gemm(nb::module_& m) {
   m.def("k_grouped_bf16_gemm_tn", &bf16_k_grouped, "a"_a, "b"_a, "d"_a, "ks"_a, "c"_a.none() = nb::none(),
         "ks_device"_a.none() = nb::none(), nb::kw_only(), "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1,
         "D[g] = C[g] + A_g^T @ B_g with A [sum K_g, M], B [sum K_g, N].");
-  m.def("plan_fp8_gemm_nt", &plan_fp8_gemm_nt, "m"_a, "n"_a, "k"_a, "num_groups"_a = 1, "expected_m"_a = 0,
-        "The kernel configuration the planner picks for a dense FP8 shape (launches nothing).");
+  m.def(
+      "plan_fp8_gemm_nt",
+      [](int m, int n, int k, int num_groups, int expected_m, const std::string& layout) {
+        return plan_fp8_gemm_nt(m, n, k, num_groups, expected_m,
+                                num_groups > 1 ? layout_named(layout) : GemmLayout::kContiguousGroupEnds);
+      },
+      "m"_a, "n"_a, "k"_a, "num_groups"_a = 1, "expected_m"_a = 0, nb::kw_only(), "layout"_a = "contiguous_group_ends",
+      "The kernel configuration the planner picks for an FP8 (1,128,128) shape: dense when num_groups is 1, else "
+      "the m-grouped layout (contiguous, contiguous_group_ends or masked) with expected_m rows per expert "
+      "(launches nothing).");
   m.def("plan_fp8_gemm_wgrad", &plan_fp8_gemm_wgrad, "m"_a, "n"_a, "k"_a, "num_groups"_a = 1,
         "The configuration the planner picks for an FP8 (1,1,128) weight gradient: dense, or k-grouped with k the "
         "sum of the experts' K (launches nothing).");

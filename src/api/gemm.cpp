@@ -392,10 +392,16 @@ KernelConfig plan_bf16_gemm(const Bf16PlanQuery& q) {
   return plan_bf16(h, sms, recipe, (q.a_mn_major ? 1 : 0) | (q.b_mn_major ? 2 : 0), layout);
 }
 
-KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m) {
+KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout) {
+  if (grouped_layout != GemmLayout::kContiguousRowToGroup && grouped_layout != GemmLayout::kContiguousGroupEnds &&
+      grouped_layout != GemmLayout::kMasked) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "grouped_layout: must be an m-grouped layout (contiguous row-to-group or group ends, or masked), got " +
+                    std::to_string(static_cast<int>(grouped_layout)));
+  }
   const plan::ShapeHint h = m_grouped_query_hint(m, n, k, num_groups, expected_m);
   return plan_fp8_1d2d(h, planning_sms(),
-                       h.num_groups == 1 ? kernels::GroupedKind::kDense : kernels::GroupedKind::kContiguousGroupEnds);
+                       h.num_groups == 1 ? kernels::GroupedKind::kDense : static_cast<kernels::GroupedKind>(grouped_layout));
 }
 
 }  // namespace moegemm

@@ -115,6 +115,10 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
         if (bm == 256 && !kernels::sm90::gemm_tall_tile_supported(recipe, kind, bn, cm)) continue;
         const bool supported = kernels::sm90::gemm_block_n_supported(recipe, bn);
         if (!supported || bn % block_n_multiple != 0) continue;
+        // The row-to-group kernel runs 256-row tiles (forced) but the planner keeps them off that layout: on all
+        // eight contiguous idx rows they ran 3-13% slower than its 128x192 tiles, where group ends gains from them
+        // (docs/results/2026-12-03-rtg-tall-and-power.md, run 5).
+        if (bm == 256 && layout == kernels::GroupedKind::kContiguousRowToGroup) continue;
         const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
         const double tile_us = static_cast<double>(bm) * bn * cm;
@@ -317,7 +321,7 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
                                                                    c.cluster_m)) {
     config_fail(
         "256-row tiles need BF16 D (recipe (1,128,128) or BF16 without FP32 output), block_n <= 128 (two waves of "
-        "accumulators per warpgroup), cluster_m 1 and the dense, group-ends or masked layout, so far",
+        "accumulators per warpgroup), cluster_m 1 and the dense, m-grouped contiguous or masked layout, so far",
         c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);

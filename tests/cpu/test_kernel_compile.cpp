@@ -115,8 +115,10 @@ INSTANTIATE_TEST_SUITE_P(
         // the narrowest tile.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 4}, Case{128, 192, kernels::GroupedKind::kDense, 1, 4, 3},
         Case{64, 128, kernels::GroupedKind::kDense, 1, 4, 1}, Case{64, 16, kernels::GroupedKind::kDense, 1, 4},
-        // 256-row tiles and TMA stores on the grouped layouts: group ends and masked, FP8 and BF16.
+        // 256-row tiles and TMA stores on the grouped layouts: both contiguous forms and masked, FP8 and BF16.
         Case{256, 128, kernels::GroupedKind::kContiguousGroupEnds}, Case{256, 128, kernels::GroupedKind::kMasked},
+        Case{256, 128, kernels::GroupedKind::kContiguousRowToGroup},
+        Case{256, 128, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
         Case{256, 64, kernels::GroupedKind::kMasked}, Case{128, 192, kernels::GroupedKind::kMasked},
         Case{256, 128, kernels::GroupedKind::kMasked, 1, 2, 2},
         Case{256, 128, kernels::GroupedKind::kContiguousGroupEnds, 1, 2},

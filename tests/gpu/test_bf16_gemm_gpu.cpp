@@ -610,7 +610,8 @@ TEST(Bf16ForcedConfigsGpu, MaskedPairsStayInsideTheirGroup) {
 }
 
 // 128x256 tiles (one m64n256 WGMMA per warpgroup) on the grouped layouts: masked capacities below, at and past a
-// tile (N = 320 leaves a partial 256-wide tile), the anchor's 8 x 32 case, and row-to-group with mixed blocks.
+// tile (N = 320 leaves a partial 256-wide tile), the anchor's 8 x 32 case, and row-to-group with mixed blocks; and
+// 256x128 tiles on row-to-group.
 TEST(Bf16ForcedConfigsGpu, WideTilesOnGroupedLayoutsStayInsideTheirGroup) {
   MOEGEMM_REQUIRE_GPU();
   const KernelConfig wide = bf16_config(128, 256, 3);
@@ -621,6 +622,9 @@ TEST(Bf16ForcedConfigsGpu, WideTilesOnGroupedLayoutsStayInsideTheirGroup) {
                ("capacity " + std::to_string(cap) + ", 128x256").c_str(), &wide);
   }
   run_row_to_group_mixed(&wide, "bf16 contiguous, 128x256");
+  // 256-row tiles on row-to-group: two waves per warpgroup, the tile [256, 512) in three passes.
+  const KernelConfig tall = bf16_config(256, 128, 3);
+  run_row_to_group_mixed(&tall, "bf16 contiguous, 256x128");
 }
 
 }  // namespace

@@ -279,32 +279,6 @@ TEST(Fp8DenseGpu, KSplitMatchesOracleAndRepeatsBitwise) {
   }
 }
 
-// 256-row tiles are dense-only so far: a grouped call that asks for them gets a clear error before any launch.
-TEST(Fp8ContiguousGpu, TallTilesAreRejectedForRowToGroup) {
-  MOEGEMM_REQUIRE_GPU();
-  std::mt19937 rng(2562);
-  const int m_total = 256, groups = 2, n = 256, k = 256;
-  Fp8Operands ops(1, m_total, n, k, groups, rng);
-  DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2);
-  DeviceBuffer idx(m_total * sizeof(int));
-  idx.upload(std::vector<int>(m_total, 1));
-  ContiguousLayout layout;
-  layout.form = ContiguousLayout::Form::kRowToGroup;
-  layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {m_total});
-  const KernelConfig cfg = tile_config(256, 128, 3);
-  GemmOptions opt;
-  opt.config = &cfg;
-  try {
-    m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(),
-                                     TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n}), layout, nullptr,
-                                     opt);
-    ADD_FAILURE() << "no error for 256-row tiles on the row-to-group layout";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("256-row tiles"), std::string::npos) << e.what();
-  }
-}
-
 // Clusters of two CTAs (B multicast) on the grouped layouts, forced, including odd tile counts where one CTA of
 // a pair has no rows.
 TEST(Fp8ClusterGpu, MaskedAndGroupEndsWithPairTiles) {
@@ -553,15 +527,17 @@ TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
   run_contiguous_case(groups, 256, 384, index, false, m_total, rng, "row to group");
   // Forced tiles: D through TMA over one pass or several (128x128, 64x192 and 128x192: whole 64-column boxes),
   // and by the threads (128x96); with M_total = 600 the last tile's second wave has 24 rows (stored by threads
-  // from the staging buffer).
+  // from the staging buffer). 256-row tiles: two waves per warpgroup, the middle tile [256, 512) with four passes
+  // (experts 0-3; the first also zeroes the padding rows), each filling both waves' buffers before the last stores them; with M_total = 600
+  // the last tile's first waves hold 64 and 24 rows and its second waves none.
   for (int rows : {640, 600}) {
     for (const auto& [bm, bn, st] : {std::tuple{128, 128, 4}, std::tuple{64, 192, 6}, std::tuple{128, 192, 4},
-                                     std::tuple{128, 96, 5}}) {
+                                     std::tuple{128, 96, 5}, std::tuple{256, 128, 3}, std::tuple{256, 64, 3}}) {
       KernelConfig cfg;
       cfg.block_m = bm;
       cfg.block_n = bn;
       cfg.stages = st;
-      cfg.math_warpgroups = bm / 64;
+      cfg.math_warpgroups = math_warpgroups_for(bm);
       const std::vector<int> head(index.begin(), index.begin() + rows);
       const std::string what = "row to group " + std::to_string(bm) + "x" + std::to_string(bn) + ", M " +
                                std::to_string(rows);

@@ -68,8 +68,10 @@ std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
     case Family::kFp8Contiguous:
     case Family::kFp8Masked:
       // The calls pass expected rows per expert as the layout's hint, which is what the planner sizes tiles by.
-      // (The row-to-group form is planned without 256-row tiles: plan_fp8_gemm_nt shows the group-ends plan.)
-      return moegemm::plan_fp8_gemm_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected));
+      return moegemm::plan_fp8_gemm_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected),
+                                       c.family == Family::kFp8Masked ? moegemm::GemmLayout::kMasked
+                                       : c.group_ends                 ? moegemm::GemmLayout::kContiguousGroupEnds
+                                                                      : moegemm::GemmLayout::kContiguousRowToGroup);
     case Family::kFp8Wgrad:
       return moegemm::plan_fp8_gemm_wgrad(i(c.m), i(c.n), i(c.k));
     case Family::kFp8KGrouped:
