@@ -100,6 +100,12 @@ def test_plans_are_printable_for_every_family():
     # The planner needs no device: each family's plan is a runnable configuration with its own K step.
     fp8 = moegemm.plan_fp8_gemm_nt(4096, 7168, 2048)
     assert fp8.block_k == 128 and fp8.block_m in (64, 128, 256)
+    # The m-grouped forms by layout: row-to-group is planned without 256-row tiles (docs/heuristics.md).
+    ends = moegemm.plan_fp8_gemm_nt(4 * 4096, 4096, 2048, 4, 4096)
+    idx = moegemm.plan_fp8_gemm_nt(4 * 4096, 4096, 2048, 4, 4096, layout="contiguous")
+    assert ends.block_m == 256 and idx.block_m == 128
+    with pytest.raises(moegemm.InvalidArgumentError, match="grouped_layout"):
+        moegemm.plan_fp8_gemm_nt(4 * 4096, 4096, 2048, 4, 4096, layout="k_grouped")
     wgrad = moegemm.plan_fp8_gemm_wgrad(4096, 7168, 32768, num_groups=16)
     assert wgrad.block_k == 128 and wgrad.block_m in (64, 128)
     bf16 = moegemm.plan_bf16_gemm(4096, 4096, 7168)
