@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Reads the compiled code of every kernel configuration the compile checks build (no GPU needed): runs the
 # Fp8KernelCompiles tests with MOEGEMM_TEST_CUBIN_DIR, disassembles each cubin with nvdisasm and prints, per kernel,
-# its ptxas spill line, a line when ptxas serialised its WGMMAs (warning C7518), and one line per K loop (from the
-# stage wait to the WGMMA wait): instructions, WGMMAs, R2UR moves (descriptors built in vector registers instead
-# of on the uniform datapath) and local-memory accesses.
+# its ptxas spill line, a line when ptxas serialised its WGMMAs (warning C7518), its instruction and
+# convergence-barrier counts, and one line per K loop (from the stage wait to the WGMMA wait): instructions, WGMMAs,
+# R2UR moves (descriptors built in vector registers instead of on the uniform datapath) and local-memory accesses.
 # A K loop with R2UR or local memory, or a consumer spill, is a lead for the performance work
 # (docs/benchmarking.md, "Reading the compiled code").
 #
@@ -41,6 +41,10 @@ for cubin in "$OUT"/*.cubin; do
   echo "$name: ${spills:-spills unknown}"
   # ptxas C7518: WGMMAs serialised (a wait after every one) because one could be in flight across a divergent path.
   if grep -aq "C7518" "$OUT/$name.log"; then echo "  WGMMA serialised by ptxas (C7518)"; fi
+  # The whole kernel's size and its convergence barriers (BSSY: one per branch whose paths reconverge). A per-element
+  # branch in an unrolled epilogue shows as dozens of them (docs/results/2026-12-03-rtg-tall-and-power.md).
+  printf "  code: %d instructions, %d convergence barriers (BSSY)\n" \
+    "$(grep -cE '^[[:space:]]+/\*[0-9a-f]+\*/' "$OUT/$name.sass")" "$(grep -c 'BSSY' "$OUT/$name.sass")"
   awk '
     /TRYWAIT/ { inloop = 1; n = 0; r2ur = 0; local = 0; gmma = 0 }
     inloop && /\/\*[0-9a-f]+\*\// { n++ }

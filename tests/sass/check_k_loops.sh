@@ -48,4 +48,18 @@ if [ -n "$bad" ]; then
   echo "check_k_loops: a K loop left the uniform datapath or spills (lines above with R2UR or local > 0)"
   exit 1
 fi
-echo "check_k_loops: ${#CONFIGS[@]} kernels, $loops K loops, all on the uniform datapath without local memory"
+# The row-to-group kernel may branch a little more than group ends on the same tile (its pass loop and scan), not a
+# branch per stored element: its epilogue had 172 convergence barriers against 17 and ran 1122 instructions per
+# warp and tile against 309 (docs/results/2026-12-03-rtg-tall-and-power.md); branch-free, 30.
+barriers() { grep -A3 "^sm90_fp8_1d2d_$1" <<< "$LOOPS" | sed -n 's/.*instructions, \([0-9]*\) convergence.*/\1/p' | head -n 1; }
+rtg="$(barriers bm128_bn192_st4_layout1_cm1_recipe0_mn0)"
+ends="$(barriers bm128_bn192_st4_layout2_cm1_recipe0_mn0)"
+if [ -z "$rtg" ] || [ -z "$ends" ]; then
+  echo "check_k_loops: no convergence-barrier count for the 128x192 contiguous kernels"
+  exit 1
+fi
+if [ $((2 * rtg)) -gt $((5 * ends)) ]; then
+  echo "check_k_loops: the row-to-group kernel has $rtg convergence barriers against $ends for group ends (more than 2.5x): a branch per element in its epilogue or scan?"
+  exit 1
+fi
+echo "check_k_loops: ${#CONFIGS[@]} kernels, $loops K loops, all on the uniform datapath without local memory; row-to-group $rtg convergence barriers, group ends $ends"
