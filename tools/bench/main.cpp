@@ -43,7 +43,7 @@ const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
-    "                     [--rows TEXT] [--list] [--probe]\n"
+    "                     [--rows TEXT] [--interleave] [--list] [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -51,6 +51,8 @@ const char* kUsage =
     "                   --expected-m, the expected K per expert)\n"
     "  --iters N        timed calls per measurement, median reported (default 30)\n"
     "  --warmup N       untimed calls before timing (default 3)\n"
+    "  --interleave     time moegemm and the baselines call by call in turn, each call after its own L2\n"
+    "                   flush, so that all run at the same clocks (default: each in a block of its own)\n"
     "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
     "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too,\n"
@@ -126,6 +128,8 @@ Options parse(int argc, char** argv) {
       o.settings.check_budget = std::stod(value());
     } else if (arg == "--config") {
       o.settings.config = parse_config(value());
+    } else if (arg == "--interleave") {
+      o.settings.interleave = true;
     } else if (arg == "--print-config") {
       o.settings.print_config = true;
     } else if (arg == "--json") {
@@ -228,6 +232,7 @@ int main(int argc, char** argv) {
   std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed << ", "
             << options.settings.iters << " timed calls per measurement, check "
             << (options.settings.check ? "on" : "off");
+  if (options.settings.interleave) std::cerr << ", implementations interleaved call by call";
   if (options.settings.config) {
     std::cerr << ", every moegemm call forced to " << compact_config(*options.settings.config);
   }

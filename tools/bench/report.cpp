@@ -219,6 +219,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
   os << "{\n  \"tool\": \"moegemm-bench\",\n  \"command\": " << json_string(info.command_line)
      << ",\n  \"commit\": " << json_string(info.commit) << ",\n  \"seed\": " << info.seed
      << ",\n  \"iters\": " << info.settings.iters << ",\n  \"warmup\": " << info.settings.warmup
+     << ",\n  \"interleave\": " << (info.settings.interleave ? "true" : "false")
      << ",\n  \"check\": " << (info.settings.check ? "true" : "false")
      << ",\n  \"check_budget\": " << json_number(info.settings.check_budget) << ",\n  \"config_override\": "
      << (info.settings.config ? json_string(compact_config(*info.settings.config)) : std::string("null"))

@@ -168,6 +168,57 @@ void time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stre
   out->status = "ok";
 }
 
+// --interleave: the implementations' calls alternate (warm-up calls first, then per round one flushed, timed call of
+// each), so that clock changes under load (the power cap, docs/results/2026-12-03-rtg-tall-and-power.md) reach all
+// of them alike. Fills every `out` like time_calls.
+struct TimedCall {
+  std::function<void(cudaStream_t)> call;
+  Timing* out;
+};
+
+void time_interleaved(const std::vector<TimedCall>& calls, cudaStream_t stream, const RunSettings& settings,
+                      void* flush) {
+  if (calls.empty()) return;
+  const int iters = std::max(settings.iters, 1);
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters) * calls.size(), nullptr);
+  for (cudaEvent_t& e : events) CUDA_CHECK(cudaEventCreate(&e));
+  struct Destroy {
+    std::vector<cudaEvent_t>& events;
+    ~Destroy() {
+      for (cudaEvent_t e : events) cudaEventDestroy(e);
+    }
+  } destroy{events};
+  for (const TimedCall& t : calls) {
+    for (int i = 0; i < settings.warmup; ++i) t.call(stream);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  auto event = [&](std::size_t j, int i, int end) { return events[(j * iters + i) * 2 + end]; };
+  for (int i = 0; i < iters; ++i) {
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+      CUDA_CHECK(cudaMemsetAsync(flush, (i + static_cast<int>(j)) & 0xff, kFlushBytes, stream));
+      CUDA_CHECK(cudaEventRecord(event(j, i, 0), stream));
+      calls[j].call(stream);
+      CUDA_CHECK(cudaEventRecord(event(j, i, 1), stream));
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (std::size_t j = 0; j < calls.size(); ++j) {
+    std::vector<double> us(static_cast<std::size_t>(iters));
+    for (int i = 0; i < iters; ++i) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, event(j, i, 0), event(j, i, 1)));
+      us[i] = 1e3 * ms;
+    }
+    std::sort(us.begin(), us.end());
+    const std::size_t mid = us.size() / 2;
+    Timing* out = calls[j].out;
+    out->median_us = us.size() % 2 == 1 ? us[mid] : 0.5 * (us[mid - 1] + us[mid]);
+    out->min_us = us.front();
+    out->max_us = us.back();
+    out->status = "ok";
+  }
+}
+
 // True when the device still runs work. A sticky error (an illegal address) fails every later call of the process;
 // any other error is cleared by cudaGetLastError.
 bool device_usable() {
@@ -279,6 +330,12 @@ CaseResult Runner::run(const Case& c) {
       return *reference;
     };
 
+    // --interleave: the implementations that passed their first call and checks, timed together after the loop
+    // below (baseline entries are pushed with status "pending" and filled then).
+    std::vector<TimedCall> deferred;
+    std::vector<std::unique_ptr<LtGemm>> deferred_gemms;
+    std::vector<std::size_t> deferred_baselines;  // indices into result.baselines
+
     // moegemm: the first call compiles (JIT) and must succeed before anything is measured.
     try {
       p.call(stream_);
@@ -289,7 +346,12 @@ CaseResult Runner::run(const Case& c) {
         CUDA_CHECK(cudaStreamSynchronize(stream_));
         ensure_reference().compare(p.jobs, true, &result.check);
       }
-      time_calls(p.call, stream_, settings_, flush_.get(), events_, &result.moegemm);
+      if (settings_.interleave) {
+        result.moegemm.status = "pending";
+        deferred.push_back({p.call, &result.moegemm});
+      } else {
+        time_calls(p.call, stream_, settings_, flush_.get(), events_, &result.moegemm);
+      }
     } catch (const moegemm::Error& e) {
       result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
       result.moegemm.detail = e.what();
@@ -319,7 +381,8 @@ CaseResult Runner::run(const Case& c) {
           continue;
         }
       }
-      LtGemm gemm;
+      auto owned = std::make_unique<LtGemm>();
+      LtGemm& gemm = *owned;
       std::string why;
       if (!gemm.prepare(lt_, spec.lt, workspace_.get(), &why)) {
         not_available(why);
@@ -335,7 +398,16 @@ CaseResult Runner::run(const Case& c) {
             continue;
           }
         }
-        const auto call = [&gemm](cudaStream_t s) { gemm.run(s); };
+        const LtGemm* kept = owned.get();
+        const auto call = [kept](cudaStream_t s) { kept->run(s); };
+        if (settings_.interleave) {
+          timing.status = "pending";
+          deferred_baselines.push_back(result.baselines.size());
+          deferred_gemms.push_back(std::move(owned));
+          result.baselines.push_back(timing);
+          deferred.push_back({call, nullptr});  // `out` set once result.baselines stops growing
+          continue;
+        }
         time_calls(call, stream_, settings_, flush_.get(), events_, &timing);
       } catch (const CudaFailure& e) {
         timing.status = "error";
@@ -347,6 +419,28 @@ CaseResult Runner::run(const Case& c) {
         }
       }
       result.baselines.push_back(timing);
+    }
+    if (!deferred.empty()) {
+      std::size_t next = 0;
+      for (TimedCall& t : deferred) {
+        if (t.out == nullptr) t.out = &result.baselines[deferred_baselines[next++]];
+      }
+      auto fail_all = [&](const std::string& why) {
+        for (TimedCall& t : deferred) {
+          t.out->status = "error";
+          t.out->detail = "interleaved timing: " + why;
+        }
+      };
+      if (context_lost()) {
+        fail_all("not run, the CUDA context was lost");
+      } else {
+        try {
+          time_interleaved(deferred, stream_, settings_, flush_.get());
+        } catch (const std::exception& e) {
+          fail_all(e.what());
+          note_failure(std::string("interleaved timing: ") + e.what());
+        }
+      }
     }
   } catch (const std::exception& e) {
     result.error = e.what();

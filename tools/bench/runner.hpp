@@ -58,6 +58,9 @@ struct RunSettings {
   double check_budget = 1e9;  // multiply-adds of the float64 reference per checked output
   std::optional<moegemm::KernelConfig> config;  // --config: forced on every moegemm call
   bool print_config = false;                    // --print-config
+  // --interleave: moegemm and the baselines timed call by call in turn (each call after its own L2 flush), so that
+  // all of a row's implementations run at the same clocks; by default each is timed in a block of its own.
+  bool interleave = false;
 };
 
 // The once-per-run verification of a baseline's layouts on a small problem (BaselineSpec::probe).
