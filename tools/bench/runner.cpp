@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "config_option.hpp"
 #include "device_kernels.hpp"
@@ -141,6 +142,16 @@ Runner::~Runner() {
 
 namespace {
 
+// The median, min and max of the timed calls' microseconds.
+void fill_timing(std::vector<double> us, Timing* out) {
+  std::sort(us.begin(), us.end());
+  const std::size_t mid = us.size() / 2;
+  out->median_us = us.size() % 2 == 1 ? us[mid] : 0.5 * (us[mid - 1] + us[mid]);
+  out->min_us = us.front();
+  out->max_us = us.back();
+  out->status = "ok";
+}
+
 // Warm-up calls, then `iters` calls each after an L2 flush, each between its own pair of events; median of those.
 void time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stream, const RunSettings& settings,
                 void* flush, std::vector<cudaEvent_t>& events, Timing* out) {
@@ -160,12 +171,7 @@ void time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stre
     CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
     us[i] = 1e3 * ms;
   }
-  std::sort(us.begin(), us.end());
-  const std::size_t mid = us.size() / 2;
-  out->median_us = us.size() % 2 == 1 ? us[mid] : 0.5 * (us[mid - 1] + us[mid]);
-  out->min_us = us.front();
-  out->max_us = us.back();
-  out->status = "ok";
+  fill_timing(std::move(us), out);
 }
 
 // --interleave: the implementations' calls alternate (warm-up calls first, then per round one flushed, timed call of
@@ -209,13 +215,7 @@ void time_interleaved(const std::vector<TimedCall>& calls, cudaStream_t stream, 
       CUDA_CHECK(cudaEventElapsedTime(&ms, event(j, i, 0), event(j, i, 1)));
       us[i] = 1e3 * ms;
     }
-    std::sort(us.begin(), us.end());
-    const std::size_t mid = us.size() / 2;
-    Timing* out = calls[j].out;
-    out->median_us = us.size() % 2 == 1 ? us[mid] : 0.5 * (us[mid - 1] + us[mid]);
-    out->min_us = us.front();
-    out->max_us = us.back();
-    out->status = "ok";
+    fill_timing(std::move(us), calls[j].out);
   }
 }
 
