@@ -130,12 +130,9 @@ Runner::Runner(const RunSettings& settings) : settings_(settings) {
   if (cublasLtCreate(&lt_) != CUBLAS_STATUS_SUCCESS) throw CudaFailure("cublasLtCreate failed");
   workspace_.allocate(kLtWorkspaceBytes);
   flush_.allocate(kFlushBytes);
-  events_.resize(2 * static_cast<std::size_t>(std::max(settings_.iters, 1)));
-  for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
 }
 
 Runner::~Runner() {
-  for (cudaEvent_t e : events_) cudaEventDestroy(e);
   if (lt_ != nullptr) cublasLtDestroy(lt_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -152,48 +149,29 @@ void fill_timing(std::vector<double> us, Timing* out) {
   out->status = "ok";
 }
 
-// Warm-up calls, then `iters` calls each after an L2 flush, each between its own pair of events; median of those.
-void time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stream, const RunSettings& settings,
-                void* flush, std::vector<cudaEvent_t>& events, Timing* out) {
-  for (int i = 0; i < settings.warmup; ++i) call(stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  const int iters = std::max(settings.iters, 1);
-  for (int i = 0; i < iters; ++i) {
-    CUDA_CHECK(cudaMemsetAsync(flush, i & 0xff, kFlushBytes, stream));
-    CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
-    call(stream);
-    CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
-  }
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> us(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
-    us[i] = 1e3 * ms;
-  }
-  fill_timing(std::move(us), out);
-}
-
-// --interleave: the implementations' calls alternate (warm-up calls first, then per round one flushed, timed call of
-// each), so that clock changes under load (the power cap, docs/results/2026-12-03-rtg-tall-and-power.md) reach all
-// of them alike. Fills every `out` like time_calls.
+// One implementation's calls to time, and where its timing goes.
 struct TimedCall {
   std::function<void(cudaStream_t)> call;
   Timing* out;
 };
 
-void time_interleaved(const std::vector<TimedCall>& calls, cudaStream_t stream, const RunSettings& settings,
-                      void* flush) {
+// Warm-up calls of each implementation, then `iters` rounds of one call of each in turn, every call after an L2
+// flush and between its own pair of events; the median per implementation. With one implementation this is the
+// default timing; with several (--interleave) they alternate call by call, so that clock changes under load (the
+// power cap, docs/results/2026-12-03-rtg-tall-and-power.md) reach all of them alike.
+void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const RunSettings& settings, void* flush) {
   if (calls.empty()) return;
   const int iters = std::max(settings.iters, 1);
   std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters) * calls.size(), nullptr);
-  for (cudaEvent_t& e : events) CUDA_CHECK(cudaEventCreate(&e));
   struct Destroy {
     std::vector<cudaEvent_t>& events;
     ~Destroy() {
-      for (cudaEvent_t e : events) cudaEventDestroy(e);
+      for (cudaEvent_t e : events) {
+        if (e != nullptr) cudaEventDestroy(e);
+      }
     }
   } destroy{events};
+  for (cudaEvent_t& e : events) CUDA_CHECK(cudaEventCreate(&e));
   for (const TimedCall& t : calls) {
     for (int i = 0; i < settings.warmup; ++i) t.call(stream);
   }
@@ -331,10 +309,11 @@ CaseResult Runner::run(const Case& c) {
     };
 
     // --interleave: the implementations that passed their first call and checks, timed together after the loop
-    // below (baseline entries are pushed with status "pending" and filled then).
+    // below (their entries are pushed with status "pending" and filled then). Each baseline pushes at most one entry,
+    // so with this reserve the entries' addresses stay valid while the loop pushes.
     std::vector<TimedCall> deferred;
     std::vector<std::unique_ptr<LtGemm>> deferred_gemms;
-    std::vector<std::size_t> deferred_baselines;  // indices into result.baselines
+    result.baselines.reserve(p.baselines.size());
 
     // moegemm: the first call compiles (JIT) and must succeed before anything is measured.
     try {
@@ -350,7 +329,7 @@ CaseResult Runner::run(const Case& c) {
         result.moegemm.status = "pending";
         deferred.push_back({p.call, &result.moegemm});
       } else {
-        time_calls(p.call, stream_, settings_, flush_.get(), events_, &result.moegemm);
+        time_calls({{p.call, &result.moegemm}}, stream_, settings_, flush_.get());
       }
     } catch (const moegemm::Error& e) {
       result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
@@ -402,13 +381,12 @@ CaseResult Runner::run(const Case& c) {
         const auto call = [kept](cudaStream_t s) { kept->run(s); };
         if (settings_.interleave) {
           timing.status = "pending";
-          deferred_baselines.push_back(result.baselines.size());
           deferred_gemms.push_back(std::move(owned));
           result.baselines.push_back(timing);
-          deferred.push_back({call, nullptr});  // `out` set once result.baselines stops growing
+          deferred.push_back({call, &result.baselines.back()});
           continue;
         }
-        time_calls(call, stream_, settings_, flush_.get(), events_, &timing);
+        time_calls({{call, &timing}}, stream_, settings_, flush_.get());
       } catch (const CudaFailure& e) {
         timing.status = "error";
         timing.detail = e.what();
@@ -421,10 +399,6 @@ CaseResult Runner::run(const Case& c) {
       result.baselines.push_back(timing);
     }
     if (!deferred.empty()) {
-      std::size_t next = 0;
-      for (TimedCall& t : deferred) {
-        if (t.out == nullptr) t.out = &result.baselines[deferred_baselines[next++]];
-      }
       auto fail_all = [&](const std::string& why) {
         for (TimedCall& t : deferred) {
           t.out->status = "error";
@@ -435,7 +409,7 @@ CaseResult Runner::run(const Case& c) {
         fail_all("not run, the CUDA context was lost");
       } else {
         try {
-          time_interleaved(deferred, stream_, settings_, flush_.get());
+          time_calls(deferred, stream_, settings_, flush_.get());
         } catch (const std::exception& e) {
           fail_all(e.what());
           note_failure(std::string("interleaved timing: ") + e.what());

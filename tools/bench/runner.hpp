@@ -96,7 +96,6 @@ class Runner {
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_;
   DeviceBuffer flush_;
-  std::vector<cudaEvent_t> events_;
 };
 
 }  // namespace moegemm::bench
