@@ -367,19 +367,34 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       }
       for (int first = 1;; first = 0) {
         const int g = passes.current;
+        const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+        const int kb_first = kSplitK > 1 ? split_kb_begin : 0;
+        const int kb_end = kSplitK > 1 ? split_kb_end : tile_kb;
+        const bool any_k = g >= 0 && kb_first < kb_end;
+        // FP8: the tile's first K block can set the result (kAssign), so that it needs no zeroing per tile
+        // (one register-zeroing instruction per two accumulators, between two tiles' WGMMAs). BF16's first WGMMA
+        // ignores it too (scale-d 0) but reads its registers: without the zeroing the previous tile's result would
+        // stay live through the epilogue (ptxas spills at 256x128 and 128x256). Recipe (1,128,128) on tiles of 128
+        // and 256 rows only: on 64-row tiles the peeled first block moved descriptors into vector registers in the
+        // K loop (8 R2UR per K block on the masked 64x128 pair), with a K split (decode) it cost a local-memory
+        // access there, and recipe (1,1,128) measured level (dense) to slower (k-grouped, G = 16).
+        constexpr bool kFirstBlockSets = kBlockScaledB && kSplitK == 1 && kMathWGs == 2;
+        if (!kFirstBlockSets || !any_k) {
+          // Without a K block (a pass without an expert, a k-grouped expert without K, an empty K slice) the result
+          // is zero.
 #pragma unroll
-        for (int v = 0; v < kWaves; ++v) {
+          for (int v = 0; v < kWaves; ++v) {
 #pragma unroll
-          for (int i = 0; i < kAcc; ++i) result[v][i] = 0.0f;
+            for (int i = 0; i < kAcc; ++i) result[v][i] = 0.0f;
+          }
         }
-        if (g >= 0) {
-          const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+        if (any_k) {
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            const int kb_first = kSplitK > 1 ? split_kb_begin : 0;
-            const int kb_end = kSplitK > 1 ? split_kb_end : tile_kb;
-            for (int kb = kb_first; kb < kb_end; ++kb) {
+            // One K block; kAssign (FP8, the tile's first block) sets result instead of adding to it.
+            auto k_block = [&](int kb, auto assign_constant) {
+              constexpr bool kAssign = decltype(assign_constant)::value != 0;
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
@@ -451,8 +466,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   if (v == kWaves - 1) {
                     if constexpr (kRowScaledB) {
                       // B's scales live in this stage: promote before releasing it.
-                      promote_row_scaled<kBlockN>(result[0], acc, sa_lo[0], sa_hi[0],
-                                                  sfb_stage_addr + stage * kSmem.sfb_bytes);
+                      promote_row_scaled<kBlockN, kAssign>(result[0], acc, sa_lo[0], sa_hi[0],
+                                                           sfb_stage_addr + stage * kSmem.sfb_bytes);
                     }
                     release_stage(stage);
                     cur.advance<kStages>();
@@ -460,10 +475,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   if constexpr (kBlockScaledB) {
                     const PromotionScales scales{sa_lo[v] * scale_b0, sa_hi[v] * scale_b0, sa_lo[v] * scale_b1,
                                                  sa_hi[v] * scale_b1};
-                    promote<kAcc, kSplit>(result[v], acc, scales);
+                    promote<kAcc, kSplit, kAssign>(result[v], acc, scales);
                   }
                 }
               }
+            };
+            if constexpr (!kFirstBlockSets) {
+              for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+            } else {
+              k_block(kb_first, IntConstant<1>{});
+              for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             }
           };
           if constexpr (kRowScaledB || kUnscaled) {

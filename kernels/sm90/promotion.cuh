@@ -7,6 +7,7 @@
 #include "common/scheduler.cuh"
 #include "sm90/gemm_params.cuh"
 #include "sm90/ptx.cuh"
+#include "sm90/scale_split.cuh"
 
 namespace moegemm::kernels::sm90 {
 
@@ -18,13 +19,24 @@ struct PromotionScales {
   float lo0, hi0, lo1, hi1;  // rows lo/hi (= +8) x scale blocks before/after the split
 };
 
-template <int kAcc, int kSplit>
+// kAssign: the tile's first K block sets result instead of adding to it, so result needs no zeroing per tile (one
+// register-zeroing instruction per two accumulators, between two tiles' WGMMAs).
+template <bool kAssign>
+MOEGEMM_DEVICE void promote_into(float& result, float acc, float scale) {
+  if constexpr (kAssign) {
+    result = acc * scale;
+  } else {
+    result += acc * scale;
+  }
+}
+
+template <int kAcc, int kSplit, bool kAssign = false>
 MOEGEMM_DEVICE void promote(float (&result)[kAcc], const float (&acc)[kAcc], const PromotionScales& s) {
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) {
     const bool first_block = (i >> 2) * 8 < kSplit;
     const bool hi = (i >> 1) & 1;
-    result[i] += acc[i] * (first_block ? (hi ? s.hi0 : s.lo0) : (hi ? s.hi1 : s.lo1));
+    promote_into<kAssign>(result[i], acc[i], first_block ? (hi ? s.hi0 : s.lo0) : (hi ? s.hi1 : s.lo1));
   }
 }
 
@@ -48,54 +60,25 @@ MOEGEMM_DEVICE BScaleBlocks b_scale_blocks(const GemmParams& params, const Sched
       return {params.sfb + group * params.sfb_group_stride + (prob.n - 1) / 128 * params.sfb_n_stride, 0, kBlockN};
     }
   }
-  const int n_scale_block = w.n_begin / 128;
-  const int split = 128 - (w.n_begin - n_scale_block * 128);
-  const bool two_blocks = split < kBlockN && (n_scale_block + 1) * 128 < prob.n;
-  return {params.sfb + group * params.sfb_group_stride + n_scale_block * params.sfb_n_stride,
-          two_blocks ? params.sfb_n_stride : 0, two_blocks ? split : kBlockN};
-}
-
-// split = 128 - n_begin % 128 takes only the values 128 - j * gcd(block_n, 128); those >= block_n mean the whole
-// tile is in one scale block. Calls f(IntConstant<split>) with the run-time split as a compile-time constant, once
-// per tile, so the K loop inside f has no split logic at all.
-template <int kBlockN, int kCandidate = 128 - gcd_of(kBlockN, 128), typename F>
-MOEGEMM_DEVICE void dispatch_split_chain(int split, F&& f) {
-  if constexpr (kCandidate > 0) {
-    if constexpr (kCandidate < kBlockN) {
-      if (split == kCandidate) {
-        f(IntConstant<kCandidate>{});
-        return;
-      }
-    }
-    dispatch_split_chain<kBlockN, kCandidate - gcd_of(kBlockN, 128)>(split, f);
-  }
-}
-
-template <int kBlockN, typename F>
-MOEGEMM_DEVICE void dispatch_split(int split, F&& f) {
-  if (split >= kBlockN) {
-    f(IntConstant<kBlockN>{});
-  } else if (split == 128) {
-    f(IntConstant<128>{});
-  } else {
-    dispatch_split_chain<kBlockN>(split, f);
-  }
+  const int split = b_scale_split(kBlockN, w.n_begin, prob.n);
+  return {params.sfb + group * params.sfb_group_stride + w.n_begin / 128 * params.sfb_n_stride,
+          split < kBlockN ? params.sfb_n_stride : 0, split};
 }
 
 // Promotion for recipe (1,1,128): result += acc * scale_a[row] * scale_b[column], with B's scales for the tile's
 // block_n columns in shared memory. A thread's accumulators 4j..4j+3 sit in columns 8j + col0 + {0, 1} of rows
 // lo/hi, so each 8-column group needs one float2 of B's scales; sfb_addr is the shared address of column col0.
-template <int kBlockN>
+template <int kBlockN, bool kAssign = false>
 MOEGEMM_DEVICE void promote_row_scaled(float (&result)[kBlockN / 2], const float (&acc)[kBlockN / 2], float sa_lo,
                                        float sa_hi, u32 sfb_addr) {
 #pragma unroll
   for (int j = 0; j < kBlockN / 8; ++j) {
     float sb0, sb1;
     load_shared_v2_f32(sfb_addr + j * 8 * 4, sb0, sb1);
-    result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
-    result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
-    result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
-    result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
+    promote_into<kAssign>(result[4 * j + 0], acc[4 * j + 0], sa_lo * sb0);
+    promote_into<kAssign>(result[4 * j + 1], acc[4 * j + 1], sa_lo * sb1);
+    promote_into<kAssign>(result[4 * j + 2], acc[4 * j + 2], sa_hi * sb0);
+    promote_into<kAssign>(result[4 * j + 3], acc[4 * j + 3], sa_hi * sb1);
   }
 }
 
