@@ -370,7 +370,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
         const int kb_first = kSplitK > 1 ? split_kb_begin : 0;
         const int kb_end = kSplitK > 1 ? split_kb_end : tile_kb;
-        const bool any_k = g >= 0 && kb_first < kb_end;
+        // Dense, masked and group-ends tiles always run a K block (K > 0 is validated, their group is valid): said
+        // at compile time, the zeroing below disappears from their code.
+        constexpr bool kAlwaysK = !kRowToGroup && !kKGrouped && kSplitK == 1;
+        const bool any_k = kAlwaysK || (g >= 0 && kb_first < kb_end);
         // FP8: the tile's first K block can set the result (kAssign), so that it needs no zeroing per tile
         // (one register-zeroing instruction per two accumulators, between two tiles' WGMMAs). BF16's first WGMMA
         // ignores it too (scale-d 0) but reads its registers: without the zeroing the previous tile's result would
@@ -381,11 +384,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         constexpr bool kFirstBlockSets = kBlockScaledB && kSplitK == 1 && kMathWGs == 2;
         if (!kFirstBlockSets || !any_k) {
           // Without a K block (a pass without an expert, a k-grouped expert without K, an empty K slice) the result
-          // is zero.
+          // is zero. (Plain assignments: with kFirstBlockSets the compiler hoisted them out of this branch.)
 #pragma unroll
           for (int v = 0; v < kWaves; ++v) {
+            if constexpr (kFirstBlockSets) {
+              zero_registers(result[v]);
+            } else {
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) result[v][i] = 0.0f;
+              for (int i = 0; i < kAcc; ++i) result[v][i] = 0.0f;
+            }
           }
         }
         if (any_k) {

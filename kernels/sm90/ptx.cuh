@@ -238,6 +238,14 @@ MOEGEMM_DEVICE void fence_registers(float (&r)[kCount]) {
   for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// Zeroes registers where the code says so: volatile, so the compiler cannot hoist the zeroing out of a rarely taken
+// branch and run it on every path (it did, for a tile's result, as CS2R before every tile).
+template <int kCount>
+MOEGEMM_DEVICE void zero_registers(float (&r)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(r[i]));
+}
+
 // A shared-memory matrix descriptor of a tile written by TMA with 128-byte swizzling, from its low word
 // (sm90/smem_descriptor.cuh has the layout and the arithmetic).
 MOEGEMM_DEVICE u64 smem_desc_sw128_from_lo(u32 lo) {
