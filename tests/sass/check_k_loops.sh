@@ -62,4 +62,16 @@ if [ $((2 * rtg)) -gt $((5 * ends)) ]; then
   echo "check_k_loops: the row-to-group kernel has $rtg convergence barriers against $ends for group ends (more than 2.5x): a branch per element in its epilogue or scan?"
   exit 1
 fi
+# FP8 (1,128,128) tiles of 128 and 256 rows set their result in the first K block, so the dense and group-ends
+# kernels zero no result registers per tile. The compiler once hoisted a rarely needed zeroing in front of every tile
+# (CS2R: 331 in these kernels before the first K block set the result, 52-53 after, 5 once the zeroing was kept in
+# its branch; docs/results/2026-12-03-first-block-and-main-job.md).
+for k in layout0 layout2; do
+  listing="$(ls "$BUILD_DIR"/sass_loops/sm90_fp8_1d2d_bm128_bn192_st*_${k}_cm1_recipe0_mn0.sass 2>/dev/null | head -n 1)"
+  zeroing="$( [ -n "$listing" ] && grep -c 'CS2R' "$listing" )"
+  if [ -z "$zeroing" ] || [ "$zeroing" -gt 16 ]; then
+    echo "check_k_loops: the 128x192 FP8 kernel ($k) has ${zeroing:-no listing for} CS2R (at most 16): result zeroing per tile is back?"
+    exit 1
+  fi
+done
 echo "check_k_loops: ${#CONFIGS[@]} kernels, $loops K loops, all on the uniform datapath without local memory; row-to-group $rtg convergence barriers, group ends $ends"
