@@ -380,7 +380,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         // stay live through the epilogue (ptxas spills at 256x128 and 128x256). Recipe (1,128,128) on tiles of 128
         // and 256 rows only: on 64-row tiles the peeled first block moved descriptors into vector registers in the
         // K loop (8 R2UR per K block on the masked 64x128 pair), with a K split (decode) it cost a local-memory
-        // access there, and recipe (1,1,128) measured level (dense) to slower (k-grouped, G = 16).
+        // access there, and recipe (1,1,128) measured level (dense) to slower (k-grouped, G = 16); with the peel its
+        // steady K loop grows from 38 to 47 instructions before the WGMMA wait (128x128 weight gradient, SASS).
         constexpr bool kFirstBlockSets = kBlockScaledB && kSplitK == 1 && kMathWGs == 2;
         if (!kFirstBlockSets || !any_k) {
           // Without a K block (a pass without an expert, a k-grouped expert without K, an empty K slice) the result
