@@ -146,6 +146,18 @@ TEST(ValidateFp8, KMustBePositive) {
   EXPECT_INVALID(run_dense(x), "a.data: K must be positive, got K = 0");
 }
 
+// The kernels rely on it: a dense, masked or group-ends tile always runs a K block (sm90/gemm.cuh, kAlwaysK), and a
+// stage that no copy fills would hang its consumers.
+TEST(ValidateFp8, KMustBePositiveInEveryMGroupedLayout) {
+  auto rtg = fp8_contiguous(512, 4, 512, 0);
+  EXPECT_INVALID(run_contiguous(rtg), "a.data: K must be positive, got K = 0");
+  auto ends = fp8_contiguous(512, 4, 512, 0);
+  ends.contiguous.form = ContiguousLayout::Form::kGroupEnds;
+  ends.contiguous.index = TensorView::contiguous(fake(kIndex), DType::kInt32, {4});
+  EXPECT_INVALID(run_contiguous(ends), "a.data: K must be positive, got K = 0");
+  EXPECT_INVALID(run_masked(fp8_masked(4, 30, 512, 0)), "a.data: K must be positive, got K = 0");
+}
+
 TEST(ValidateFp8, KMustBeAMultipleOf16) {
   auto x = fp8_dense(250, 512, 100);
   x.a.data = TensorView::strided(fake(kA), DType::kFloat8E4M3, {250, 100}, {112, 1});
