@@ -9,7 +9,8 @@
 //     each guarded by a "full" and an "empty" mbarrier;
 //   warpgroups 0..kMathWGs-1: each owns one or two 64-row waves of the block_m-row tile. Per 128-wide K block it
 //     issues four m64nNk32 WGMMAs per wave into a fresh FP32 accumulator, waits, frees the stage, and promotes:
-//     result += accumulator * scale_a[row] * scale_b[block] (BF16 accumulates over all of K instead). The
+//     result += accumulator * scale_a[row] * scale_b[block] (BF16 accumulates over all of K instead, and on dense
+//     tiles of 6+ stages frees each stage one K block later, with that block's WGMMAs still in flight). The
 //     epilogue stages D in shared memory and stores it through TMA (row-limited tiles, gemm_tma_store) or with
 //     16-byte coalesced writes, row by row, where the scheduler's row_action says so: no store ever reaches a row
 //     outside the tile's group, whatever the capacity or the routing values.
@@ -58,6 +59,12 @@ template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int k
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
+  // BF16 dense with 6 or more stages keeps one K block's WGMMAs in flight and frees its stage a block later: no
+  // drain of the tensor pipe between blocks (64-row decode tiles +1-5%, 64x128x8 FP32-out +14%). With 3 stages (the
+  // 256x128 tiles) the late release leaves two for loads, 2-7% slower; 4 and 5 stages measured mixed
+  // (docs/results/2026-12-03-promotion-register-reads.md, run 9).
+  constexpr bool kBf16Deferred =
+      kUnscaled && kKind == static_cast<int>(GroupedKind::kDense) && kSplitK == 1 && kStages >= 6;
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
@@ -397,6 +404,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           }
         }
         if (any_k) {
+          u32 deferred_stage = 0;  // kBf16Deferred: the stage of the K block whose WGMMAs are still in flight
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
@@ -447,10 +455,19 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 wgmma_commit();
 #pragma unroll
                 for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
-                wgmma_wait<0>();
+                if constexpr (kBf16Deferred) {
+                  // This block's WGMMAs stay in flight; the previous block's are done and its stage is free.
+                  wgmma_wait<1>();
 #pragma unroll
-                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
-                release_stage(stage);
+                  for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                  if (kb > kb_first) release_stage(deferred_stage);
+                  deferred_stage = stage;
+                } else {
+                  wgmma_wait<0>();
+#pragma unroll
+                  for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                  release_stage(stage);
+                }
                 cur.advance<kStages>();
               } else {
                 // FP8: one wave after the other through the one accumulator (a fresh one per K block, promoted
@@ -499,6 +516,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             k_loop(IntConstant<kBlockN>{});
           } else {
             dispatch_split<kBlockN>(b_scales.split, k_loop);
+          }
+          if constexpr (kBf16Deferred) {
+            // The last block's WGMMAs, and its stage.
+            wgmma_wait<0>();
+#pragma unroll
+            for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+            release_stage(deferred_stage);
           }
           // (BF16: a k-grouped expert without K leaves result at zero, so its tile stores C alone.)
         }
