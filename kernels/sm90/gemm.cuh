@@ -60,9 +60,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   // BF16 dense with 6 or more stages keeps one K block's WGMMAs in flight and frees its stage a block later: no
-  // drain of the tensor pipe between blocks (64-row decode tiles +1-5%, 64x128x8 FP32-out +14%). With 3 stages (the
+  // drain of the tensor pipe between blocks (64-row decode tiles +1-3%, 64x128x8 FP32-out +8%). With 3 stages (the
   // 256x128 tiles) the late release leaves two for loads, 2-7% slower; 4 and 5 stages measured mixed
-  // (docs/results/2026-12-03-promotion-register-reads.md, run 9).
+  // (docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10).
   constexpr bool kBf16Deferred =
       kUnscaled && kKind == static_cast<int>(GroupedKind::kDense) && kSplitK == 1 && kStages >= 6;
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
