@@ -153,6 +153,57 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.k_splits > 1 ? "_ks" + std::to_string(info.param.k_splits) : std::string());
     });
 
+// BF16 dense tiles of 6 or more stages keep one K block's WGMMAs in flight (wgmma.wait_group 1 in the K loop, the
+// stage freed a block later); tiles with fewer stages, other layouts and K splits wait for every block (measured:
+// docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10).
+struct DeferCase {
+  int block_m, block_n;
+  kernels::GroupedKind layout;
+  int recipe;
+  int k_splits;
+  bool deferred;
+};
+
+class Bf16DeferredRelease : public ::testing::TestWithParam<DeferCase> {};
+
+TEST_P(Bf16DeferredRelease, FollowsTheStageRule) {
+  const DeferCase c = GetParam();
+  KernelConfig cfg;
+  cfg.block_m = c.block_m;
+  cfg.block_n = c.block_n;
+  cfg.math_warpgroups = math_warpgroups_for(c.block_m);
+  cfg.k_splits = c.k_splits;
+  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout, c.k_splits);
+  cfg.block_k = kernels::sm90::stage_k(c.recipe);
+  plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe), 0, c.layout);
+  // Each case isolates one condition: unsplit dense tiles by their stage count; the others have 6+ stages, so
+  // only their layout or K split keeps them from deferring.
+  if (c.layout == kernels::GroupedKind::kDense && c.k_splits == 1) {
+    ASSERT_EQ(cfg.stages >= 6, c.deferred) << cfg.stages << " stages";
+  } else {
+    ASSERT_GE(cfg.stages, 6);
+  }
+  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, 0);
+  const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
+  ASSERT_NE(ptx.find("wgmma.wait_group.sync.aligned 0;"), std::string::npos) << spec.name;
+  EXPECT_EQ(ptx.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos, c.deferred)
+      << spec.name << " (" << cfg.stages << " stages)";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiles, Bf16DeferredRelease,
+    ::testing::Values(DeferCase{64, 128, kernels::GroupedKind::kDense, 2, 1, true},
+                      DeferCase{64, 128, kernels::GroupedKind::kDense, 3, 1, true},
+                      DeferCase{256, 128, kernels::GroupedKind::kDense, 2, 1, false},
+                      DeferCase{128, 192, kernels::GroupedKind::kDense, 2, 1, false},
+                      DeferCase{64, 96, kernels::GroupedKind::kMasked, 2, 1, false},
+                      DeferCase{64, 32, kernels::GroupedKind::kDense, 2, 2, false}),
+    [](const ::testing::TestParamInfo<DeferCase>& info) {
+      return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
+             std::to_string(static_cast<int>(info.param.layout)) + "_recipe" + std::to_string(info.param.recipe) +
+             "_ks" + std::to_string(info.param.k_splits);
+    });
+
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
 TEST(KGroupedDescriptorKernel, CompilesForSm90a) {
   const jit::CompiledBinary bin =
