@@ -39,10 +39,8 @@ struct Case {
   int k_splits = 1;
 };
 
-class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
-
-TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
-  const Case c = GetParam();
+// A case's configuration with as many stages as fit, checked as the planner checks its own.
+KernelConfig case_config(const Case& c) {
   KernelConfig cfg;
   cfg.block_m = c.block_m;
   cfg.block_n = c.block_n;
@@ -59,6 +57,14 @@ TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   } else {
     plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe), c.mn_major, c.layout);
   }
+  return cfg;
+}
+
+class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
+  const Case c = GetParam();
+  const KernelConfig cfg = case_config(c);
   const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
   ASSERT_FALSE(bin.cubin.empty());
@@ -157,51 +163,42 @@ INSTANTIATE_TEST_SUITE_P(
 // stage freed a block later); tiles with fewer stages, other layouts and K splits wait for every block (measured:
 // docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10).
 struct DeferCase {
-  int block_m, block_n;
-  kernels::GroupedKind layout;
-  int recipe;
-  int k_splits;
+  Case tile;
   bool deferred;
 };
 
 class Bf16DeferredRelease : public ::testing::TestWithParam<DeferCase> {};
 
 TEST_P(Bf16DeferredRelease, FollowsTheStageRule) {
-  const DeferCase c = GetParam();
-  KernelConfig cfg;
-  cfg.block_m = c.block_m;
-  cfg.block_n = c.block_n;
-  cfg.math_warpgroups = math_warpgroups_for(c.block_m);
-  cfg.k_splits = c.k_splits;
-  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout, c.k_splits);
-  cfg.block_k = kernels::sm90::stage_k(c.recipe);
-  plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe), 0, c.layout);
+  const Case c = GetParam().tile;
+  const KernelConfig cfg = case_config(c);
   // Each case isolates one condition: unsplit dense tiles by their stage count; the others have 6+ stages, so
   // only their layout or K split keeps them from deferring.
   if (c.layout == kernels::GroupedKind::kDense && c.k_splits == 1) {
-    ASSERT_EQ(cfg.stages >= 6, c.deferred) << cfg.stages << " stages";
+    ASSERT_EQ(cfg.stages >= 6, GetParam().deferred) << cfg.stages << " stages";
   } else {
     ASSERT_GE(cfg.stages, 6);
   }
-  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, 0);
+  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
   ASSERT_NE(ptx.find("wgmma.wait_group.sync.aligned 0;"), std::string::npos) << spec.name;
-  EXPECT_EQ(ptx.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos, c.deferred)
+  EXPECT_EQ(ptx.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos, GetParam().deferred)
       << spec.name << " (" << cfg.stages << " stages)";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Tiles, Bf16DeferredRelease,
-    ::testing::Values(DeferCase{64, 128, kernels::GroupedKind::kDense, 2, 1, true},
-                      DeferCase{64, 128, kernels::GroupedKind::kDense, 3, 1, true},
-                      DeferCase{256, 128, kernels::GroupedKind::kDense, 2, 1, false},
-                      DeferCase{128, 192, kernels::GroupedKind::kDense, 2, 1, false},
-                      DeferCase{64, 96, kernels::GroupedKind::kMasked, 2, 1, false},
-                      DeferCase{64, 32, kernels::GroupedKind::kDense, 2, 2, false}),
+    ::testing::Values(DeferCase{Case{64, 128, kernels::GroupedKind::kDense, 1, 2}, true},
+                      DeferCase{Case{64, 128, kernels::GroupedKind::kDense, 1, 3}, true},
+                      DeferCase{Case{256, 128, kernels::GroupedKind::kDense, 1, 2}, false},
+                      DeferCase{Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, false},
+                      DeferCase{Case{64, 96, kernels::GroupedKind::kMasked, 1, 2}, false},
+                      DeferCase{Case{64, 32, kernels::GroupedKind::kDense, 1, 2, 0, 1, 2}, false}),
     [](const ::testing::TestParamInfo<DeferCase>& info) {
-      return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
-             std::to_string(static_cast<int>(info.param.layout)) + "_recipe" + std::to_string(info.param.recipe) +
-             "_ks" + std::to_string(info.param.k_splits);
+      const Case& c = info.param.tile;
+      return "bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_layout" +
+             std::to_string(static_cast<int>(c.layout)) + "_recipe" + std::to_string(c.recipe) + "_ks" +
+             std::to_string(c.k_splits);
     });
 
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
