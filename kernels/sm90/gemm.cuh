@@ -455,17 +455,14 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 wgmma_commit();
 #pragma unroll
                 for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
-                if constexpr (kBf16Deferred) {
-                  // This block's WGMMAs stay in flight; the previous block's are done and its stage is free.
-                  wgmma_wait<1>();
+                // Deferred: this block's WGMMAs stay in flight; the previous block's are done and its stage is free.
+                wgmma_wait<kBf16Deferred ? 1 : 0>();
 #pragma unroll
-                  for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                if constexpr (kBf16Deferred) {
                   if (kb > kb_first) release_stage(deferred_stage);
                   deferred_stage = stage;
                 } else {
-                  wgmma_wait<0>();
-#pragma unroll
-                  for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
                   release_stage(stage);
                 }
                 cur.advance<kStages>();
