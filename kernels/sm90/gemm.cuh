@@ -59,12 +59,8 @@ template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int k
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
-  // BF16 dense with 6 or more stages keeps one K block's WGMMAs in flight and frees its stage a block later: no
-  // drain of the tensor pipe between blocks (64-row decode tiles +1-3%, 64x128x8 FP32-out +8%). With 3 stages (the
-  // 256x128 tiles) the late release leaves two for loads, 2-7% slower; 4 and 5 stages measured mixed
-  // (docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10).
-  constexpr bool kBf16Deferred =
-      kUnscaled && kKind == static_cast<int>(GroupedKind::kDense) && kSplitK == 1 && kStages >= 6;
+  constexpr bool kBf16Deferred = bf16_deferred_release(kRecipe, kKind, kStages, kSplitK);
+  constexpr bool kUnrollK = fp8_k_loop_unrolled(kRecipe, kBlockN);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
@@ -502,18 +498,19 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
               }
             };
-            // FP8: four K blocks per loop iteration. The next block's stage wait, scale loads and descriptors
-            // then have no back-edge in front of them, and ptxas issues them among the previous block's last
-            // promotion FFMAs instead of after them (measured +1-2.5% on most FP8 rows, -3% at K = 512, where the
-            // three blocks after the first all run in the remainder loop; docs/results/2026-12-04-k-loop-unroll.md).
-            // BF16 stays rolled: its loop body is the WGMMAs and one wait, nothing to overlap.
-            constexpr int kUnrollK = kUnscaled ? 1 : 4;
-            if constexpr (!kFirstBlockSets) {
-#pragma unroll kUnrollK
+            if constexpr (kUnrollK) {  // four K blocks per iteration (fp8_k_loop_unrolled)
+              if constexpr (!kFirstBlockSets) {
+#pragma unroll 4
+                for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              } else {
+                k_block(kb_first, IntConstant<1>{});
+#pragma unroll 4
+                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              }
+            } else if constexpr (!kFirstBlockSets) {
               for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             } else {
               k_block(kb_first, IntConstant<1>{});
-#pragma unroll kUnrollK
               for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             }
           };

@@ -117,6 +117,27 @@ MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d);
 }
 
+// FP8 K loops that run four K blocks per iteration: the next block's stage wait, scale loads and descriptors then
+// have no back-edge in front of them, and ptxas issues them among the previous block's last promotion FFMAs. Only
+// where the kernel holds one copy of the loop: B scaled per row, or block_n dividing 128 (other widths get one copy
+// per scale split, dispatch_split in sm90/scale_split.cuh, and unrolled there the code grew 2-3x: 128x144 lost 7%).
+// Measured +1-5% on 256x128 and 128x128 tiles, -3% at K = 512 and 576, where the blocks after the first run in the
+// remainder loop (docs/results/2026-12-04-k-loop-unroll.md).
+MOEGEMM_HD constexpr bool fp8_k_loop_unrolled(int recipe, int block_n) {
+  return !recipe_is_bf16(recipe) &&
+         (recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || gcd_of(block_n, 128) >= block_n);
+}
+
+// BF16 tiles that keep one K block's WGMMAs in flight and free its stage a block later: no drain of the tensor pipe
+// between blocks. Dense and masked tiles with 6 or more stages, no K split (dense 64-row decode tiles +1-3%,
+// 64x128x8 FP32-out +8%, masked 64x96x10 +0.5-2%). With 3 stages (256x128) the late release leaves two stages for
+// loads, 2-7% slower; 4 and 5 stages measured mixed, and k-grouped 128x128x5 0.5-4% slower
+// (docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10; docs/results/2026-12-04-k-loop-unroll.md).
+MOEGEMM_HD constexpr bool bf16_deferred_release(int recipe, int kind, int stages, int split_k) {
+  return recipe_is_bf16(recipe) && split_k == 1 && stages >= 6 &&
+         (kind == static_cast<int>(GroupedKind::kDense) || kind == static_cast<int>(GroupedKind::kMasked));
+}
+
 // Elements of K per pipeline stage: every stage row is 128 bytes (one 128-byte swizzle atom), so 128 FP8 values
 // (one scale block) or 64 BF16 values.
 MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }

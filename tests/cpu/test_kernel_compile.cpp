@@ -159,9 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.k_splits > 1 ? "_ks" + std::to_string(info.param.k_splits) : std::string());
     });
 
-// BF16 dense tiles of 6 or more stages keep one K block's WGMMAs in flight (wgmma.wait_group 1 in the K loop, the
-// stage freed a block later); tiles with fewer stages, other layouts and K splits wait for every block (measured:
-// docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10).
+// BF16 dense and masked tiles of 6 or more stages keep one K block's WGMMAs in flight (wgmma.wait_group 1 in the K
+// loop, the stage freed a block later); tiles with fewer stages, other layouts and K splits wait for every block
+// (bf16_deferred_release; measured: docs/results/2026-12-03-promotion-register-reads.md, runs 9 and 10, and
+// docs/results/2026-12-04-k-loop-unroll.md).
 struct DeferCase {
   Case tile;
   bool deferred;
@@ -172,18 +173,28 @@ class Bf16DeferredRelease : public ::testing::TestWithParam<DeferCase> {};
 TEST_P(Bf16DeferredRelease, FollowsTheStageRule) {
   const Case c = GetParam().tile;
   const KernelConfig cfg = case_config(c);
-  // Each case isolates one condition: unsplit dense tiles by their stage count; the others have 6+ stages, so
-  // only their layout or K split keeps them from deferring.
-  if (c.layout == kernels::GroupedKind::kDense && c.k_splits == 1) {
+  // Each case isolates one condition: unsplit dense and masked tiles by their stage count; the others have 6+
+  // stages, so only their layout or K split keeps them from deferring.
+  const bool deferring_layout =
+      c.layout == kernels::GroupedKind::kDense || c.layout == kernels::GroupedKind::kMasked;
+  if (deferring_layout && c.k_splits == 1) {
     ASSERT_EQ(cfg.stages >= 6, GetParam().deferred) << cfg.stages << " stages";
   } else {
     ASSERT_GE(cfg.stages, 6);
   }
+  EXPECT_EQ(kernels::sm90::bf16_deferred_release(c.recipe, static_cast<int>(c.layout), cfg.stages, c.k_splits),
+            GetParam().deferred);
   const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
   ASSERT_NE(ptx.find("wgmma.wait_group.sync.aligned 0;"), std::string::npos) << spec.name;
   EXPECT_EQ(ptx.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos, GetParam().deferred)
       << spec.name << " (" << cfg.stages << " stages)";
+}
+
+std::string case_name(const Case& c) {
+  return "bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_layout" +
+         std::to_string(static_cast<int>(c.layout)) + "_recipe" + std::to_string(c.recipe) + "_ks" +
+         std::to_string(c.k_splits);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -192,14 +203,56 @@ INSTANTIATE_TEST_SUITE_P(
                       DeferCase{Case{64, 128, kernels::GroupedKind::kDense, 1, 3}, true},
                       DeferCase{Case{256, 128, kernels::GroupedKind::kDense, 1, 2}, false},
                       DeferCase{Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, false},
-                      DeferCase{Case{64, 96, kernels::GroupedKind::kMasked, 1, 2}, false},
+                      DeferCase{Case{64, 96, kernels::GroupedKind::kMasked, 1, 2}, true},
+                      DeferCase{Case{128, 256, kernels::GroupedKind::kMasked, 1, 2}, false},
+                      DeferCase{Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2}, false},
+                      DeferCase{Case{64, 64, kernels::GroupedKind::kKGrouped, 1, 3, 3}, false},
                       DeferCase{Case{64, 32, kernels::GroupedKind::kDense, 1, 2, 0, 1, 2}, false}),
-    [](const ::testing::TestParamInfo<DeferCase>& info) {
-      const Case& c = info.param.tile;
-      return "bm" + std::to_string(c.block_m) + "_bn" + std::to_string(c.block_n) + "_layout" +
-             std::to_string(static_cast<int>(c.layout)) + "_recipe" + std::to_string(c.recipe) + "_ks" +
-             std::to_string(c.k_splits);
-    });
+    [](const ::testing::TestParamInfo<DeferCase>& info) { return case_name(info.param.tile); });
+
+// FP8 K loops run four K blocks per iteration where the kernel holds one copy of the loop (fp8_k_loop_unrolled):
+// B scaled per row, or block_n dividing 128. Seen in the PTX as the number of WGMMA commit groups per copy of the
+// K loop: a rolled copy holds one K block (two with the peeled first block), an unrolled one at least four.
+struct UnrollCase {
+  Case tile;
+  int loop_copies;  // copies of the K loop in the kernel: one per B scale split (dispatch_split), else one
+  bool unrolled;
+};
+
+class Fp8KLoopUnroll : public ::testing::TestWithParam<UnrollCase> {};
+
+TEST_P(Fp8KLoopUnroll, FollowsTheTileRule) {
+  const Case c = GetParam().tile;
+  const KernelConfig cfg = case_config(c);
+  EXPECT_EQ(kernels::sm90::fp8_k_loop_unrolled(c.recipe, c.block_n), GetParam().unrolled);
+  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
+  const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
+  int commits = 0;
+  for (size_t at = ptx.find("wgmma.commit_group.sync.aligned"); at != std::string::npos;
+       at = ptx.find("wgmma.commit_group.sync.aligned", at + 1)) {
+    ++commits;
+  }
+  const int waves = c.block_m == 256 ? 2 : 1;  // 64-row waves per math warpgroup, one commit group each
+  const int per_copy = commits / (GetParam().loop_copies * waves);
+  if (GetParam().unrolled) {
+    EXPECT_GE(per_copy, 4) << spec.name << ": " << commits << " commit groups";
+  } else {
+    EXPECT_LE(per_copy, 2) << spec.name << ": " << commits << " commit groups";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiles, Fp8KLoopUnroll,
+    ::testing::Values(UnrollCase{Case{256, 128, kernels::GroupedKind::kDense}, 1, true},
+                      UnrollCase{Case{256, 128, kernels::GroupedKind::kMasked}, 1, true},
+                      UnrollCase{Case{128, 128, kernels::GroupedKind::kDense}, 1, true},
+                      UnrollCase{Case{64, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 4}, 1, true},
+                      UnrollCase{Case{128, 160, kernels::GroupedKind::kDense, 1, 1}, 1, true},
+                      UnrollCase{Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1}, 1, true},
+                      UnrollCase{Case{128, 192, kernels::GroupedKind::kDense}, 3, false},
+                      UnrollCase{Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds}, 9, false},
+                      UnrollCase{Case{64, 96, kernels::GroupedKind::kMasked}, 3, false}),
+    [](const ::testing::TestParamInfo<UnrollCase>& info) { return case_name(info.param.tile); });
 
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
 TEST(KGroupedDescriptorKernel, CompilesForSm90a) {
