@@ -60,7 +60,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   constexpr bool kBf16Deferred = bf16_deferred_release(kRecipe, kKind, kStages, kSplitK);
-  constexpr bool kUnrollK = fp8_k_loop_unrolled(kRecipe, kBlockN);
+  constexpr int kUnrollK = fp8_k_loop_unroll(kRecipe, kBlockM, kBlockN);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
@@ -498,13 +498,22 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
               }
             };
-            if constexpr (kUnrollK) {  // four K blocks per iteration (fp8_k_loop_unrolled)
+            if constexpr (kUnrollK == 4) {  // K blocks per iteration: fp8_k_loop_unroll
               if constexpr (!kFirstBlockSets) {
 #pragma unroll 4
                 for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
               } else {
                 k_block(kb_first, IntConstant<1>{});
 #pragma unroll 4
+                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              }
+            } else if constexpr (kUnrollK == 2) {
+              if constexpr (!kFirstBlockSets) {
+#pragma unroll 2
+                for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              } else {
+                k_block(kb_first, IntConstant<1>{});
+#pragma unroll 2
                 for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
               }
             } else if constexpr (!kFirstBlockSets) {

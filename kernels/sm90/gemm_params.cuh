@@ -117,15 +117,27 @@ MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d);
 }
 
-// FP8 K loops that run four K blocks per iteration: the next block's stage wait, scale loads and descriptors then
-// have no back-edge in front of them, and ptxas issues them among the previous block's last promotion FFMAs. Only
-// where the kernel holds one copy of the loop: B scaled per row, or block_n dividing 128 (other widths get one copy
-// per scale split, dispatch_split in sm90/scale_split.cuh, and unrolled there the code grew 2-3x: 128x144 lost 7%).
-// Measured +1-5% on 256x128 and 128x128 tiles, -3% at K = 512 and 576, where the blocks after the first run in the
-// remainder loop (docs/results/2026-12-04-k-loop-unroll.md).
-MOEGEMM_HD constexpr bool fp8_k_loop_unrolled(int recipe, int block_n) {
-  return !recipe_is_bf16(recipe) &&
-         (recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || gcd_of(block_n, 128) >= block_n);
+// Copies of the FP8 (1,128,128) K loop a kernel holds: one for tiles inside one 128-column scale block of B, and
+// one per column where a tile can cross into the next block (dispatch_split in sm90/scale_split.cuh: the multiples
+// of gcd(block_n, 128) up to 128 and below block_n).
+MOEGEMM_HD constexpr int fp8_k_loop_copies(int block_n) {
+  const int g = gcd_of(block_n, 128);
+  const int highest = block_n - g < 128 ? block_n - g : 128;
+  return g >= block_n ? 1 : 1 + highest / g;
+}
+
+// K blocks per iteration of the FP8 K loop. Unrolled, the next block's stage wait, scale loads and descriptors have
+// no back-edge in front of them, and ptxas issues them among the previous block's last promotion FFMAs
+// (docs/results/2026-12-04-k-loop-unroll.md):
+// - 4 where the kernel holds one copy of the loop (B scaled per row, or block_n dividing 128): +1-8% on 256x128
+//   and 128x128 tiles; 2 and 3 measured lower. Rows with K = 512 and 576 lose 2-4%, and a rolled loop for short
+//   K did not win that back.
+// - 2 on 128-row tiles with up to three copies (128x192: row-to-group +1-2.4%, dense +1-2%); 64x96 measured level.
+// - 1 elsewhere: unrolled, the copies made the code 2-3x larger (128x144, nine copies: -7% at 4, -4% at 2).
+MOEGEMM_HD constexpr int fp8_k_loop_unroll(int recipe, int block_m, int block_n) {
+  if (recipe_is_bf16(recipe)) return 1;
+  if (recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || fp8_k_loop_copies(block_n) == 1) return 4;
+  return block_m == 128 && fp8_k_loop_copies(block_n) <= 3 ? 2 : 1;
 }
 
 // BF16 tiles that keep one K block's WGMMAs in flight and free its stage a block later: no drain of the tensor pipe

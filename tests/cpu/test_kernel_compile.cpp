@@ -210,13 +210,14 @@ INSTANTIATE_TEST_SUITE_P(
                       DeferCase{Case{64, 32, kernels::GroupedKind::kDense, 1, 2, 0, 1, 2}, false}),
     [](const ::testing::TestParamInfo<DeferCase>& info) { return case_name(info.param.tile); });
 
-// FP8 K loops run four K blocks per iteration where the kernel holds one copy of the loop (fp8_k_loop_unrolled):
-// B scaled per row, or block_n dividing 128. Seen in the PTX as the number of WGMMA commit groups per copy of the
-// K loop: a rolled copy holds one K block (two with the peeled first block), an unrolled one at least four.
+// FP8 K loops run four K blocks per iteration where the kernel holds one copy of the loop (B scaled per row, or
+// block_n dividing 128), two on 128-row tiles with up to three copies, one elsewhere (fp8_k_loop_unroll). Seen in
+// the PTX as WGMMA commit groups per copy of the K loop and 64-row wave: a rolled copy holds one K block (two with
+// the peeled first block); one unrolled by U holds U, plus the peeled block or the remainder.
 struct UnrollCase {
   Case tile;
-  int loop_copies;  // copies of the K loop in the kernel: one per B scale split (dispatch_split), else one
-  bool unrolled;
+  int loop_copies;  // copies of the K loop in the kernel: one per B scale split (dispatch_split)
+  int unroll;
 };
 
 class Fp8KLoopUnroll : public ::testing::TestWithParam<UnrollCase> {};
@@ -224,7 +225,8 @@ class Fp8KLoopUnroll : public ::testing::TestWithParam<UnrollCase> {};
 TEST_P(Fp8KLoopUnroll, FollowsTheTileRule) {
   const Case c = GetParam().tile;
   const KernelConfig cfg = case_config(c);
-  EXPECT_EQ(kernels::sm90::fp8_k_loop_unrolled(c.recipe, c.block_n), GetParam().unrolled);
+  if (c.recipe == 0) EXPECT_EQ(kernels::sm90::fp8_k_loop_copies(c.block_n), GetParam().loop_copies);
+  EXPECT_EQ(kernels::sm90::fp8_k_loop_unroll(c.recipe, c.block_m, c.block_n), GetParam().unroll);
   const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
   const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
   int commits = 0;
@@ -234,8 +236,8 @@ TEST_P(Fp8KLoopUnroll, FollowsTheTileRule) {
   }
   const int waves = c.block_m == 256 ? 2 : 1;  // 64-row waves per math warpgroup, one commit group each
   const int per_copy = commits / (GetParam().loop_copies * waves);
-  if (GetParam().unrolled) {
-    EXPECT_GE(per_copy, 4) << spec.name << ": " << commits << " commit groups";
+  if (GetParam().unroll > 1) {
+    EXPECT_GE(per_copy, GetParam().unroll + 1) << spec.name << ": " << commits << " commit groups";
   } else {
     EXPECT_LE(per_copy, 2) << spec.name << ": " << commits << " commit groups";
   }
@@ -243,15 +245,17 @@ TEST_P(Fp8KLoopUnroll, FollowsTheTileRule) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tiles, Fp8KLoopUnroll,
-    ::testing::Values(UnrollCase{Case{256, 128, kernels::GroupedKind::kDense}, 1, true},
-                      UnrollCase{Case{256, 128, kernels::GroupedKind::kMasked}, 1, true},
-                      UnrollCase{Case{128, 128, kernels::GroupedKind::kDense}, 1, true},
-                      UnrollCase{Case{64, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 4}, 1, true},
-                      UnrollCase{Case{128, 160, kernels::GroupedKind::kDense, 1, 1}, 1, true},
-                      UnrollCase{Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1}, 1, true},
-                      UnrollCase{Case{128, 192, kernels::GroupedKind::kDense}, 3, false},
-                      UnrollCase{Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds}, 9, false},
-                      UnrollCase{Case{64, 96, kernels::GroupedKind::kMasked}, 3, false}),
+    ::testing::Values(UnrollCase{Case{256, 128, kernels::GroupedKind::kDense}, 1, 4},
+                      UnrollCase{Case{256, 128, kernels::GroupedKind::kMasked}, 1, 4},
+                      UnrollCase{Case{128, 128, kernels::GroupedKind::kDense}, 1, 4},
+                      UnrollCase{Case{64, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 4}, 1, 4},
+                      UnrollCase{Case{128, 160, kernels::GroupedKind::kDense, 1, 1}, 1, 4},
+                      UnrollCase{Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1}, 1, 4},
+                      UnrollCase{Case{128, 192, kernels::GroupedKind::kDense}, 3, 2},
+                      UnrollCase{Case{128, 192, kernels::GroupedKind::kContiguousRowToGroup}, 3, 2},
+                      UnrollCase{Case{128, 160, kernels::GroupedKind::kContiguousRowToGroup}, 5, 1},
+                      UnrollCase{Case{128, 144, kernels::GroupedKind::kContiguousGroupEnds}, 9, 1},
+                      UnrollCase{Case{64, 96, kernels::GroupedKind::kMasked}, 3, 1}),
     [](const ::testing::TestParamInfo<UnrollCase>& info) { return case_name(info.param.tile); });
 
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).

@@ -3,6 +3,7 @@
 // last case runs without a compare, so a split value outside the assumed set would show here as a wrong value.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <utility>
 
 #include "sm90/scale_split.cuh"
@@ -45,6 +46,30 @@ TEST(ScaleSplit, DispatchCallsTheLoopOnceWithTheTilesSplit) {
   for (int n : {16, 128, 200, 576, 2048, 2112, 4096, 7168, 24576 + 48}) {
     check_widths(std::make_integer_sequence<int, 12>{}, n);
   }
+}
+
+// fp8_k_loop_copies (the unroll rule's measure of code size) counts the K loop's instantiations: the tile width
+// itself and every split a tile of that width can have.
+template <int... kWidths>
+void check_copies(std::integer_sequence<int, kWidths...>) {
+  (
+      [&] {
+        constexpr int kBlockN = 16 * (kWidths + 1);
+        if constexpr (kernels::sm90::fp8_1d2d_block_n_supported(kBlockN)) {
+          std::set<int> splits{kBlockN};
+          const int n = 128 * kBlockN;  // every residue of n_begin modulo 128
+          for (int n_begin = 0; n_begin < n; n_begin += kBlockN) splits.insert(b_scale_split(kBlockN, n_begin, n));
+          EXPECT_EQ(static_cast<int>(splits.size()), kernels::sm90::fp8_k_loop_copies(kBlockN)) << kBlockN;
+        }
+      }(),
+      ...);
+}
+
+TEST(ScaleSplit, LoopCopiesAreTheSplitsATileCanHave) {
+  check_copies(std::make_integer_sequence<int, 12>{});
+  EXPECT_EQ(kernels::sm90::fp8_k_loop_copies(128), 1);
+  EXPECT_EQ(kernels::sm90::fp8_k_loop_copies(192), 3);
+  EXPECT_EQ(kernels::sm90::fp8_k_loop_copies(144), 9);
 }
 
 TEST(ScaleSplit, TilesInsideOneBlockOrAtTheLastColumnsHaveNoSplit) {
