@@ -498,25 +498,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
               }
             };
-            if constexpr (kUnrollK == 4) {  // K blocks per iteration: fp8_k_loop_unroll
+            if constexpr (kUnrollK > 1) {  // K blocks per iteration: fp8_k_loop_unroll
               if constexpr (!kFirstBlockSets) {
-#pragma unroll 4
+#pragma unroll kUnrollK
                 for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
               } else {
                 k_block(kb_first, IntConstant<1>{});
-#pragma unroll 4
+#pragma unroll kUnrollK
                 for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
               }
-            } else if constexpr (kUnrollK == 2) {
-              if constexpr (!kFirstBlockSets) {
-#pragma unroll 2
-                for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-              } else {
-                k_block(kb_first, IntConstant<1>{});
-#pragma unroll 2
-                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-              }
-            } else if constexpr (!kFirstBlockSets) {
+            } else if constexpr (!kFirstBlockSets) {  // no pragma: the compiler's choice (unroll 1 changed some)
               for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             } else {
               k_block(kb_first, IntConstant<1>{});
