@@ -2,8 +2,9 @@
 # Reads the compiled code of every kernel configuration the compile checks build (no GPU needed): runs the
 # Fp8KernelCompiles tests with MOEGEMM_TEST_CUBIN_DIR, disassembles each cubin with nvdisasm and prints, per kernel,
 # its ptxas spill line, a line when ptxas serialised its WGMMAs (warning C7518), its instruction and
-# convergence-barrier counts, and one line per K loop (from the stage wait to the WGMMA wait): instructions, WGMMAs,
-# R2UR moves (descriptors built in vector registers instead of on the uniform datapath) and local-memory accesses.
+# convergence-barrier counts, and one line per compiled K block (from the stage wait to the WGMMA wait; an unrolled
+# loop shows one per block): instructions, WGMMAs, R2UR moves (descriptors built in vector registers instead of on
+# the uniform datapath) and local-memory accesses.
 # A K loop with R2UR or local memory, or a consumer spill, is a lead for the performance work
 # (docs/benchmarking.md, "Reading the compiled code").
 #
