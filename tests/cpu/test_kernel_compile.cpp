@@ -234,7 +234,7 @@ TEST_P(Fp8KLoopUnroll, FollowsTheTileRule) {
        at = ptx.find("wgmma.commit_group.sync.aligned", at + 1)) {
     ++commits;
   }
-  const int waves = c.block_m == 256 ? 2 : 1;  // 64-row waves per math warpgroup, one commit group each
+  const int waves = kernels::sm90::gemm_waves(c.block_m);  // one commit group per 64-row wave and K block
   const int per_copy = commits / (GetParam().loop_copies * waves);
   if (GetParam().unroll > 1) {
     EXPECT_GE(per_copy, GetParam().unroll + 1) << spec.name << ": " << commits << " commit groups";
