@@ -354,11 +354,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
       passes.start(prob, w);
+      // FP32 D in place (C is D) on a tile with enough K: the result goes out as a TMA reduce-add, and no C comes in
+      // (params.reduce_min_k, kFp32ReduceMinK).
+      const bool reduce_into_d =
+          kFp32Tma && params.reduce_min_k > 0 && (kKGrouped ? w.k_len : prob.k) >= params.reduce_min_k;
       if constexpr (kCPrefetch) {
         // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run (load_c_into_staging), issued
         // by the thread that tracks the stores: lane 0 of the first warp, elected in a warp-uniform branch, with the
         // whole-warp shuffles before the election.
-        if ((!kFp32Out || params.add_c) && split_rank == 0 && warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
+        if ((!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
+            warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
           const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w));
           const int g0 = kKGrouped ? warp_uniform(w.group) : 0;
           if (elect_one()) {
@@ -567,10 +572,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         }
         if constexpr (kFp32Tma) {
           // D = C + result in the staging buffer (C arrived by TMA; without C the buffer must first be free of the
-          // previous tile's D), then one TMA store per 32-column box. Rows past M (per expert when k-grouped) and
-          // columns past N lie outside the descriptor: not written.
+          // previous tile's D), then one TMA store per 32-column box; or, in place, the result alone and one TMA
+          // reduce-add per box. Rows past M (per expert when k-grouped) and columns past N lie outside the
+          // descriptor: not written.
           const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
-          if (params.add_c) {
+          const bool load_c = params.add_c && !reduce_into_d;
+          if (load_c) {
             mbarrier_wait(c_bar_addr, c_phase);
             c_phase ^= 1u;
           } else {
@@ -586,7 +593,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
             const u32 addr = d_stage_addr + static_cast<u32>(tma_staging_offset_f32(row, col));
             float c0 = 0.0f, c1 = 0.0f;
-            if (params.add_c) load_shared_v2_f32(addr, c0, c1);
+            if (load_c) load_shared_v2_f32(addr, c0, c1);
             store_shared_v2_f32(addr, c0 + result[0][i], c1 + result[0][i + 1]);
           }
           fence_proxy_async_shared();  // the writes, before the copy engine reads them
@@ -596,10 +603,17 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             if (elect_one()) {
 #pragma unroll
               for (int b = 0; b < kBlockN / 32; ++b) {
+                const u32 box = d_stage_addr + b * (64 * 128);
                 if constexpr (kKGrouped) {
-                  tma_store_3d(&params.tma_d, d_stage_addr + b * (64 * 128), n0 + 32 * b, r0, g0);
+                  if (reduce_into_d) {
+                    tma_reduce_add_3d(&params.tma_d, box, n0 + 32 * b, r0, g0);
+                  } else {
+                    tma_store_3d(&params.tma_d, box, n0 + 32 * b, r0, g0);
+                  }
+                } else if (reduce_into_d) {
+                  tma_reduce_add_2d(&params.tma_d, box, n0 + 32 * b, r0);
                 } else {
-                  tma_store_2d(&params.tma_d, d_stage_addr + b * (64 * 128), n0 + 32 * b, r0);
+                  tma_store_2d(&params.tma_d, box, n0 + 32 * b, r0);
                 }
               }
               bulk_commit_group();

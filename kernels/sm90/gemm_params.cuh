@@ -72,6 +72,9 @@ struct GemmParams {
   // D = C + A B^T storing through TMA (gemm_c_prefetch): C, or D itself when C is D, loaded by TMA into the staging
   // buffers during the tile's mainloop; D's element type, box and swizzle, C's own strides.
   TmaDescriptor tma_c;
+  // FP32 D through TMA with C being D (in-place accumulation): tiles whose reduction spans at least this many K
+  // elements add their result into D by TMA reduce-add instead of loading C (fp32_reduce_min_k); 0: never.
+  int reduce_min_k;
 };
 
 // Parameters of the k-grouped FP8 descriptor step (sm90/kgrouped_descriptors.cuh).
@@ -235,6 +238,14 @@ MOEGEMM_HD constexpr bool recipe_prefetches_c(int recipe) {
 MOEGEMM_HD constexpr bool gemm_c_prefetch(int recipe, int kind, int block_n) {
   return recipe_prefetches_c(recipe) && gemm_tma_store(recipe, kind, block_n);
 }
+
+// D += A B^T in place (FP32 D through TMA, C is D): a tile whose reduction spans at least this many K elements
+// hands its result to the copy engine as a reduce-add, and loads no C: its tile of D is read (by the memory system)
+// and written once, and the SM's copy engine carries no C into shared memory beside the stages. Shorter tiles load C
+// as with a distinct C: when the epilogue's traffic dominates, the reduce-adds are the slower of the two.
+// Measured, reduce-add against loading C (docs/results/2026-12-04-fp32-epilogue.md): K = 512 0.71x (FP8) and
+// 0.91-0.93x (BF16); K = 1536 1.12-1.17x; K = 2048 1.07-1.14x; longer K 1.00-1.05x.
+inline constexpr int kFp32ReduceMinK = 1024;
 
 // 64-row WGMMA waves per math warpgroup: two for 256-row tiles, else one.
 MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_math_warpgroups(block_m)); }

@@ -140,6 +140,20 @@ MOEGEMM_DEVICE void tma_store_3d(const TmaDescriptor* desc, u32 src, int c0, int
                "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
+// TMA reduce-add: each element of the box is added to global memory's value by the memory system (the load-add-
+// store happens there, not in the SM); tracked by the same bulk groups as the stores.
+MOEGEMM_DEVICE void tma_reduce_add_2d(const TmaDescriptor* desc, u32 src, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<u64>(desc)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+MOEGEMM_DEVICE void tma_reduce_add_3d(const TmaDescriptor* desc, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<u64>(desc)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
 MOEGEMM_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 template <int kPending>
 MOEGEMM_DEVICE void bulk_wait_group_read() {

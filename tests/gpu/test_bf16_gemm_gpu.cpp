@@ -212,16 +212,24 @@ void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config
   bf16_gemm(av, bv, dv, &cv, nullptr, options);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
   check(ref::gemm(m, n, k, ar, br, c_ref.data()), "fp32 D, C distinct");
-  // C aliasing D.
+  const auto distinct = d.download_as<float>(c_host.size());
+  // C aliasing D (K >= kFp32ReduceMinK on TMA-stored tiles: the result goes out as a reduce-add into D): the same
+  // bits as with C distinct.
   d.upload(c_host);
   bf16_gemm(av, bv, dv, &dv, nullptr, options);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
   check(ref::gemm(m, n, k, ar, br, c_ref.data()), "fp32 D, C aliasing D");
+  const auto aliased = d.download_as<float>(c_host.size());
+  EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
+      << "C aliasing D differs from C distinct";
 }
 
 TEST(Bf16StagedGpu, Fp32OutputWithAndWithoutC) {
   MOEGEMM_REQUIRE_GPU();
   run_fp32_out(333, 272, 1000, 11, nullptr, "333x272x1000, planned");
+  // Around kFp32ReduceMinK: C aliasing D loads C below it and adds into D by TMA reduce-adds from it on.
+  run_fp32_out(256, 320, 1024, 12, nullptr, "256x320x1024, planned");
+  run_fp32_out(200, 136, 2048, 13, nullptr, "200x136x2048, planned");
 }
 
 // NT, NN, TN and TT: A and B each K-major or MN-major (MN-major views of transposed storage).
@@ -329,6 +337,49 @@ TEST(Bf16StagedGpu, KGroupedTnWithEmptyExpertsAndGraphReplay) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// K-grouped tn with experts on both sides of kFp32ReduceMinK: C aliasing D (reduce-adds into D from K = 1024 on)
+// gives the bits of C distinct from a NaN-poisoned D, and both match the oracle.
+TEST(Bf16StagedGpu, KGroupedTnCAliasingDGivesTheBitsOfCDistinct) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 192, n = 320, groups = 4;
+  const std::vector<std::int64_t> ks = {1024, 0, 384, 2048};
+  const int sum_k = 3456;
+  std::mt19937 rng(23);
+  Bf16Tensor a(static_cast<std::size_t>(sum_k) * m, rng, 1.0f), b(static_cast<std::size_t>(sum_k) * n, rng, 0.5f);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> c_host(static_cast<std::size_t>(groups) * m * n);
+  for (auto& v : c_host) v = dist(rng);
+  std::vector<double> c_ref(c_host.begin(), c_host.end());
+  const auto want = ref::k_grouped_gemm_tn(m, n, ks, a.values.data(), b.values.data(), c_ref.data());
+  DeviceBuffer d(c_host.size() * 4), c(c_host.size() * 4);
+  const TensorView av = TensorView::contiguous(a.device.get(), DType::kBFloat16, {sum_k, m});
+  const TensorView bv = TensorView::contiguous(b.device.get(), DType::kBFloat16, {sum_k, n});
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {groups, m, n});
+  const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {groups, m, n});
+  KGroupedLayout sizes;
+  sizes.ks = ks;
+  auto run = [&](bool aliased, std::vector<float>& got) {
+    if (aliased) {
+      d.upload(c_host);
+    } else {
+      c.upload(c_host);
+      d.fill_bytes(0xFF);
+    }
+    k_grouped_bf16_gemm_tn(av, bv, dv, aliased ? &dv : &cv, sizes, nullptr);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    got = d.download_as<float>(c_host.size());
+    std::vector<double> g(got.begin(), got.end());
+    for (float v : got) EXPECT_FALSE(std::isnan(v));
+    EXPECT_LT(ref::calc_diff(g.data(), want.data(), g.size()), 1e-6) << (aliased ? "C aliasing D" : "C distinct");
+    EXPECT_TRUE(d.guard_intact());
+  };
+  std::vector<float> distinct, aliased;
+  run(false, distinct);
+  run(true, aliased);
+  EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
+      << "C aliasing D differs from C distinct";
 }
 
 // ---- BF16 D = C + A @ B^T ------------------------------------------------------------------------------------------

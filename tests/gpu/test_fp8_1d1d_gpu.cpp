@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_support.hpp"
@@ -76,6 +78,43 @@ TEST(Fp8WgradStagedGpu, MatchesOracleForEveryFormOfC) {
     run_case(576, 512, 1024, mode, nullptr);
     run_case(129, 136, 384, mode, nullptr);
     run_case(2112, 256, 2048, mode, nullptr);
+  }
+}
+
+// One set of inputs, D = C + A B^T with C distinct from a NaN-poisoned D and with C aliasing D: the same bits. C
+// aliasing D adds into D by TMA reduce-adds on tiles with K >= kFp32ReduceMinK (1024) and loads C below it.
+TEST(Fp8WgradStagedGpu, CAliasingDGivesTheBitsOfCDistinct) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int k : {512, 1024, 2048}) {
+    for (const auto [m, n] : {std::pair{256, 320}, std::pair{200, 136}}) {
+      SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
+      std::mt19937 rng(static_cast<unsigned>(m * 17 + n * 5 + k));
+      RowScaledOperand a(m, k, rng, 1.0f), b(n, k, rng, 0.5f);
+      std::normal_distribution<float> dist(0.0f, 4.0f);
+      std::vector<float> c_host(static_cast<std::size_t>(m) * n);
+      for (auto& v : c_host) v = dist(rng);
+      DeviceBuffer d(c_host.size() * sizeof(float)), c(c_host.size() * sizeof(float));
+      const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
+      const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
+      GemmOptions options;
+      options.recipe = kRecipe1x1x128;
+      c.upload(c_host);
+      d.fill_bytes(0xFF);
+      fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &cv, nullptr, options);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto distinct = d.download_as<float>(c_host.size());
+      std::vector<double> c_ref(c_host.begin(), c_host.end());
+      const auto want = ref::fp8_gemm_1d1d(a.q, b.q, c_ref.data());
+      const std::vector<double> got(distinct.begin(), distinct.end());
+      EXPECT_LT(ref::calc_diff(got.data(), want.data(), got.size()), 1e-6);
+      d.upload(c_host);
+      fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &dv, nullptr, options);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto aliased = d.download_as<float>(c_host.size());
+      EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
+          << "C aliasing D differs from C distinct";
+      EXPECT_TRUE(d.guard_intact());
+    }
   }
 }
 

@@ -158,6 +158,8 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
       {256, 512, {256, 128, 0, 384}},
       {200, 136, {128, 512, 256}},      // M not a multiple of 64, N not a multiple of 16
       {128, 256, {0, 128, 0, 256, 0}},  // empty experts first, between and last
+      // Experts on both sides of kFp32ReduceMinK: with C aliasing D (or no C), reduce-adds from 1024 on.
+      {192, 320, {1024, 384, 0, 2048}},
   };
   for (const KGroupedShape& s : shapes) {
     const std::int64_t groups = static_cast<std::int64_t>(s.ks.size());
@@ -178,6 +180,7 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
       KGroupedLayout layout;
       layout.ks = s.ks;
       if (device_sizes) layout.ks_device = TensorView::contiguous(ks_dev.get(), DType::kInt32, {groups});
+      std::vector<float> distinct;  // C distinct's D: C aliasing D and no C must give the same bits
       for (const CMode mode : {CMode::kDistinct, CMode::kAliasesD, CMode::kNone}) {
         const std::string what = "M " + std::to_string(s.m) + " N " + std::to_string(s.n) + " ks " + sizes_text(s.ks) +
                                  ", " + to_string(mode) + ", " + (device_sizes ? "device sizes" : "host sizes");
@@ -195,8 +198,14 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
         k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, mode == CMode::kNone ? nullptr : &cv, layout, nullptr,
                               options_1d1d());
         MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-        expect_experts_match(d.download_as<float>(d_count), want, c_host, s.m, s.n, s.ks, what);
+        const auto got = d.download_as<float>(d_count);
+        expect_experts_match(got, want, c_host, s.m, s.n, s.ks, what);
         EXPECT_TRUE(d.guard_intact()) << "a write landed past the end of D";
+        if (mode == CMode::kDistinct) {
+          distinct = got;
+        } else {
+          EXPECT_EQ(0, std::memcmp(distinct.data(), got.data(), d_count * sizeof(float))) << "differs from C distinct";
+        }
         if (mode == CMode::kDistinct) {
           const auto c_after = c.download_as<float>(d_count);
           EXPECT_EQ(0, std::memcmp(c_after.data(), c_host.data(), d_count * sizeof(float))) << "C was modified";

@@ -113,6 +113,17 @@ void* output(Problem& p, I64 rows, I64 n, bool f32) {
 }
 
 DType out_dtype(bool f32) { return f32 ? DType::kFloat32 : DType::kBFloat16; }
+
+// An in-place row: D starts as C, and the call gets D as its C.
+TensorView c_view(Problem& p, const Case& c, const void* acc, const TensorView& cv, const TensorView& dv,
+                  cudaStream_t stream) {
+  if (!c.in_place) return cv;
+  p.in_place_c = acc;
+  CUDA_CHECK(cudaMemcpyAsync(p.d, acc, static_cast<std::size_t>(p.d_rows * p.n) * (p.d_f32 ? 4 : 2),
+                             cudaMemcpyDeviceToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return dv;
+}
 cudaDataType_t lt_dtype(bool f32) { return f32 ? CUDA_R_32F : CUDA_R_16BF; }
 
 void add_job(Problem& p, const RefJob& job, bool boundary) {
@@ -264,7 +275,7 @@ void fp8_wgrad(Problem& p, const Case& c, const CallOptions& o, cudaStream_t str
   const moegemm::Fp8Operand bv{TensorView::contiguous(b.q, DType::kFloat8E4M3, {n, k}),
                                TensorView::strided(b.sf, DType::kFloat32, {n, kb}, {1, b.ld})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kFloat32, {m, n});
-  const TensorView cv = TensorView::contiguous(acc, DType::kFloat32, {m, n});
+  const TensorView cv = c_view(p, c, acc, TensorView::contiguous(acc, DType::kFloat32, {m, n}), dv, stream);
   p.call = [av, bv, dv, cv, o](cudaStream_t s) { moegemm::fp8_gemm_nt_1d1d(av, bv, dv, &cv, s, o.get()); };
   p.ref = RefOperands{RefInput::kFp8, a.q, b.q, a.sf, b.sf, 1, acc, true, p.d, true, n};
   for (I64 r = 0; r < m; ++r) {
@@ -456,7 +467,8 @@ void fp8_kgrouped(Problem& p, const Case& c, const CallOptions& o, cudaStream_t 
   const moegemm::Fp8Operand bv{TensorView::contiguous(b_q, DType::kFloat8E4M3, {n * sum_k}),
                                TensorView::strided(sfb, DType::kFloat32, {n, kb_total}, {1, ldb})};
   const TensorView dv = TensorView::contiguous(p.d, DType::kFloat32, {g_count, m, n});
-  const TensorView cv = TensorView::contiguous(acc, DType::kFloat32, {g_count, m, n});
+  const TensorView cv =
+      c_view(p, c, acc, TensorView::contiguous(acc, DType::kFloat32, {g_count, m, n}), dv, stream);
   p.call = [av, bv, dv, cv, layout, o](cudaStream_t st) {
     moegemm::k_grouped_fp8_gemm_nt(av, bv, dv, &cv, layout, st, o.get());
   };
@@ -502,8 +514,9 @@ void bf16_dense(Problem& p, const Case& c, const CallOptions& o, cudaStream_t st
   const TensorView bv = c.b_mn_major ? TensorView::strided(b, DType::kBFloat16, {n, k}, {1, n})
                                      : TensorView::contiguous(b, DType::kBFloat16, {n, k});
   const TensorView dv = TensorView::contiguous(p.d, out_dtype(c.d_f32), {m, n});
-  const TensorView cv = TensorView::contiguous(acc, out_dtype(c.d_f32), {m, n});
   const bool has_c = acc != nullptr;
+  const TensorView cv =
+      has_c ? c_view(p, c, acc, TensorView::contiguous(acc, out_dtype(c.d_f32), {m, n}), dv, stream) : dv;
   p.call = [av, bv, dv, cv, has_c, o](cudaStream_t st) {
     moegemm::bf16_gemm(av, bv, dv, has_c ? &cv : nullptr, st, o.get());
   };
@@ -589,7 +602,8 @@ void bf16_kgrouped(Problem& p, const Case& c, const CallOptions& o, cudaStream_t
   const TensorView av = TensorView::contiguous(a, DType::kBFloat16, {sum_k, m});
   const TensorView bv = TensorView::contiguous(b, DType::kBFloat16, {sum_k, n});
   const TensorView dv = TensorView::contiguous(p.d, DType::kFloat32, {g_count, m, n});
-  const TensorView cv = TensorView::contiguous(acc, DType::kFloat32, {g_count, m, n});
+  const TensorView cv =
+      c_view(p, c, acc, TensorView::contiguous(acc, DType::kFloat32, {g_count, m, n}), dv, stream);
   p.call = [av, bv, dv, cv, layout, o](cudaStream_t st) {
     moegemm::k_grouped_bf16_gemm_tn(av, bv, dv, &cv, layout, st, o.get());
   };

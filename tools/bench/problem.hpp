@@ -46,6 +46,9 @@ struct Problem {
   std::string note;  // "M_total=33024" and similar
   std::vector<BaselineSpec> baselines;
   const void* zero_c = nullptr;  // D-sized zeros: the C of the baselines that do not accumulate
+  // In-place rows (Case::in_place): the pristine C (D-sized), copied into D before the checked call instead of
+  // poisoning D, and at setup. The reference reads C from here.
+  const void* in_place_c = nullptr;
 };
 
 // Allocates and fills everything on `stream` (and synchronises). Throws CudaFailure on CUDA errors. `config`

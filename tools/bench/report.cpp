@@ -244,6 +244,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
        << ", \"groups\": " << c.groups << ", \"expected\": " << c.expected << ", \"capacity\": " << c.capacity
        << ", \"group_ends\": " << (c.group_ends ? "true" : "false") << ", \"d\": \"" << (c.d_f32 ? "fp32" : "bf16")
        << "\", \"accumulate\": " << (c.accumulate ? "true" : "false")
+       << ", \"in_place\": " << (c.in_place ? "true" : "false")
        << ", \"a_mn_major\": " << (c.a_mn_major ? "true" : "false")
        << ", \"b_mn_major\": " << (c.b_mn_major ? "true" : "false") << ", \"note\": " << json_string(r.note)
        << ", \"flops\": " << json_number(r.flops) << ", \"bytes\": " << json_number(r.bytes)

@@ -320,7 +320,13 @@ CaseResult Runner::run(const Case& c) {
       p.call(stream_);
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       if (settings_.check) {
-        poison_output(p, stream_);
+        if (p.in_place_c != nullptr) {
+          // D is the call's C: it starts from C's values (an unwritten element then fails, as C + A B^T differs).
+          CUDA_CHECK(cudaMemcpyAsync(p.d, p.in_place_c, static_cast<std::size_t>(p.d_rows * p.n) * (p.d_f32 ? 4 : 2),
+                                     cudaMemcpyDeviceToDevice, stream_));
+        } else {
+          poison_output(p, stream_);
+        }
         p.call(stream_);
         CUDA_CHECK(cudaStreamSynchronize(stream_));
         ensure_reference().compare(p.jobs, true, &result.check);

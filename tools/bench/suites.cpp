@@ -47,6 +47,18 @@ Case dense(const std::string& suite, Family family, std::int64_t m, std::int64_t
   return c;
 }
 
+// In-place twins of the cases [first, end) that add C: the same data (seed), C being D itself (training's
+// accumulation into the weight gradient; the anchor's kernels only run this form).
+void add_in_place_twins(std::vector<Case>& cases, std::size_t first, std::size_t end) {
+  for (std::size_t i = first; i < end; ++i) {
+    if (!cases[i].accumulate || !cases[i].d_f32) continue;
+    Case twin = cases[i];
+    twin.in_place = true;
+    twin.data_of = static_cast<int>(i);
+    cases.push_back(twin);
+  }
+}
+
 std::vector<Case> default_cases(const std::string& suite) {
   std::vector<Case> cases;
   if (suite == "dense") {
@@ -86,6 +98,7 @@ std::vector<Case> default_cases(const std::string& suite) {
       c.accumulate = true;
       cases.push_back(c);
     }
+    add_in_place_twins(cases, 0, cases.size());
   } else if (suite == "kgrouped") {
     for (const KGroupedRow& row : kKGroupedRows) {
       Case c = dense(suite, Family::kFp8KGrouped, row.m, row.n, 0);
@@ -95,6 +108,7 @@ std::vector<Case> default_cases(const std::string& suite) {
       c.accumulate = true;
       cases.push_back(c);
     }
+    add_in_place_twins(cases, 0, cases.size());
   } else if (suite == "bf16") {
     // Forward: NT, BF16 D with and without accumulation, then the FP32-output pairs.
     for (std::int64_t m : {1, 128, 4096}) {
@@ -159,6 +173,8 @@ std::vector<Case> default_cases(const std::string& suite) {
       c.accumulate = true;
       cases.push_back(c);
     }
+    // Appended, so that the rows above keep their seeds: FP32 D += (TN weight gradients, k-grouped) in place.
+    add_in_place_twins(cases, 0, cases.size());
   } else {
     throw std::invalid_argument("--suite: one of dense, contiguous, masked, wgrad, kgrouped, bf16, got " + suite);
   }
@@ -221,7 +237,10 @@ const std::vector<std::string>& known_suites() {
 
 std::vector<Case> build_suite(const std::string& suite, const ShapeOverride& shape, std::uint64_t seed) {
   std::vector<Case> cases = shape.any() ? std::vector<Case>{custom_case(suite, shape)} : default_cases(suite);
-  for (std::size_t i = 0; i < cases.size(); ++i) cases[i].seed = case_seed(seed, suite, i);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::size_t data = cases[i].data_of >= 0 ? static_cast<std::size_t>(cases[i].data_of) : i;
+    cases[i].seed = case_seed(seed, suite, data);
+  }
   return cases;
 }
 
@@ -252,6 +271,7 @@ std::string Case::label() const {
   }
   if (family == Family::kBf16Dense) out += std::string(d_f32 ? " f32" : " bf16") + (accumulate ? " +C" : "");
   if (!tag.empty() && tag != "NN" && tag != "TN") out += " " + tag;
+  if (in_place) out += " in-place";
   return out;
 }
 

@@ -31,6 +31,8 @@ struct Case {
   bool group_ends = false;    // contiguous: the kGroupEnds ("psum") index form, else kRowToGroup
   bool d_f32 = false;         // FP32 D (else BF16)
   bool accumulate = false;    // D = C + A B^T
+  bool in_place = false;      // D = D + A B^T: C is D itself (D holds C's values before each checked call)
+  int data_of = -1;           // >= 0: the index of the suite case whose seed (data and sizes) this one shares
   bool a_mn_major = false;    // BF16 operand majors
   bool b_mn_major = false;
   std::string tag;         // "dgrad", "NN", ... for the row label
