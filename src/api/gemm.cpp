@@ -116,7 +116,7 @@ plan::ShapeHint kgrouped_hint(std::int64_t m, std::int64_t n, std::int64_t sum_k
 // allows; clusters are opt-in (options.config) except where measured faster (docs/heuristics.md).
 KernelConfig plan_fp8_1d2d(const plan::ShapeHint& hint, int sms, kernels::GroupedKind layout) {
   const KernelConfig config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, layout);
-  if (layout != kernels::GroupedKind::kDense) return config;
+  if (layout != kernels::GroupedKind::kDense) return plan::with_masked_row_tiles(config, hint, layout);
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d);
   return plan::with_row_block_tiles(
       plan::with_k_split(plan::with_measured_pair_cluster(config, hint), hint, kRecipe, layout), hint, kRecipe, layout);

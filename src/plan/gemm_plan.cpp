@@ -259,6 +259,14 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   return retiled(config, 128, best_n, best_splits, recipe, layout);
 }
 
+KernelConfig with_masked_row_tiles(KernelConfig config, const ShapeHint& hint, kernels::GroupedKind layout) {
+  if (layout != kernels::GroupedKind::kMasked || hint.m_per_group < 512 || config.block_m != 256 ||
+      config.block_n != 128 || config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) {
+    return config;
+  }
+  return retiled(config, 128, 192, 1, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
+}
+
 KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& hint, int recipe,
                                            kernels::GroupedKind layout) {
   using kernels::GroupedKind;

@@ -51,6 +51,13 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
 // more CTAs, as 128 x 576). Callers apply it after with_k_split, with K-major operands; `config` must carry num_sms.
 KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, int recipe, kernels::GroupedKind layout);
 
+// FP8 (1,128,128) on the masked layout with an expected M of at least 512, where the model planned 256x128 tiles:
+// 128x192. An expert's valid rows vary around the expected M, so that its last tile is on average half padding,
+// which the model (it counts the expected M exactly) does not see; 128-row tiles halve that padding. Measured
+// 1-4% faster at expected M 1024 and 2-3% slower at 192, where one 256-row tile holds every expert's rows
+// (docs/results/2026-12-04-fp32-epilogue.md, run 8). Returns `config` unchanged otherwise.
+KernelConfig with_masked_row_tiles(KernelConfig config, const ShapeHint& hint, kernels::GroupedKind layout);
+
 // BF16 (BF16 D) on the m-grouped layouts, where the model planned a large tile (256x128 or 128x192) and N is at
 // least 512: 128x256, one m64n256 WGMMA per warpgroup and K step. The model does not consider it. It was measured
 // 1-8% faster on the contiguous (both forms) and masked rows of expected M 192 and up, and level to 5% either way on
