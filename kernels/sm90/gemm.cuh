@@ -13,7 +13,8 @@
 //     tiles of 6+ stages frees each stage one K block later, with that block's WGMMAs still in flight). The
 //     epilogue stages D in shared memory and stores it through TMA (row-limited tiles, gemm_tma_store) or with
 //     16-byte coalesced writes, row by row, where the scheduler's row_action says so: no store ever reaches a row
-//     outside the tile's group, whatever the capacity or the routing values.
+//     outside the tile's group, whatever the capacity or the routing values. FP32 D accumulated in place hands long-K
+//     tiles' results to TMA reduce-adds instead of loading C (params.reduce_min_k).
 // Tile order comes from the one scheduler (common/scheduler.cuh), run identically by producer and consumers.
 // With a K split (kSplitK > 1, decode on narrow N) the CTAs of a cluster walk the same tiles, each over its own
 // slice of K, and rank 0 adds the others' partial results (pushed into its shared memory) before its epilogue.
