@@ -300,6 +300,77 @@ TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
   cudaStreamDestroy(stream);
 }
 
+// In place (C aliasing D), captured with experts on both sides of kFp32ReduceMinK and replayed after the device
+// sizes moved them across it: each tile decides from the size it reads whether it loads C or adds into D by TMA
+// reduce-adds. The replay equals a fresh eager call bit for bit, and the oracle.
+TEST(Fp8KGroupedGpu, InPlaceGraphReplayAcrossTheReduceThreshold) {
+  MOEGEMM_REQUIRE_GPU();
+  const std::int64_t m = 128, n = 256, groups = 3;
+  const std::vector<std::int64_t> ks1 = {1024, 256, 768};
+  const std::vector<std::int64_t> ks2 = {256, 1280, 512};  // same total
+  const std::int64_t sum_k = sum_of(ks1);
+  ASSERT_EQ(sum_of(ks2), sum_k);
+  std::mt19937 rng(78);
+  KGroupedOperand a(m, sum_k), b(n, sum_k);
+  a.set(random_tokens(sum_k, m, rng, 1.0f), ks1);
+  b.set(random_tokens(sum_k, n, rng, 0.5f), ks1);
+  const std::size_t d_count = static_cast<std::size_t>(groups * m * n);
+  const std::vector<float> c_host = random_floats(d_count, rng, 4.0f);
+  const std::vector<double> c_ref(c_host.begin(), c_host.end());
+  DeviceBuffer d(d_count * sizeof(float)), ks_dev(groups * sizeof(std::int32_t));
+  ks_dev.upload(std::vector<std::int32_t>(ks1.begin(), ks1.end()));
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {groups, m, n});
+  KGroupedLayout layout;
+  layout.ks = ks1;
+  layout.ks_device = TensorView::contiguous(ks_dev.get(), DType::kInt32, {groups});
+
+  cudaStream_t stream = nullptr;
+  MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  d.upload(c_host);  // D starts as C
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, stream, options_1d1d());  // eager warm-up
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  expect_experts_match(d.download_as<float>(d_count),
+                       ref::k_grouped_gemm_nt(m, n, ks1, a.dq.data(), b.dq.data(), c_ref.data()), c_host, m, n, ks1,
+                       "in place, eager, sizes ks1");
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, stream, options_1d1d());
+  } catch (const Error& e) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    FAIL() << "the call failed during capture after an eager warm-up: " << e.what();
+  }
+  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+  a.set(random_tokens(sum_k, m, rng, 1.0f), ks2);
+  b.set(random_tokens(sum_k, n, rng, 0.5f), ks2);
+  ks_dev.upload(std::vector<std::int32_t>(ks2.begin(), ks2.end()));
+  d.upload(c_host);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto replayed = d.download_as<float>(d_count);
+  expect_experts_match(replayed, ref::k_grouped_gemm_nt(m, n, ks2, a.dq.data(), b.dq.data(), c_ref.data()), c_host,
+                       m, n, ks2, "in place, graph replayed after the sizes changed to ks2");
+  d.upload(c_host);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, stream, options_1d1d());
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto eager = d.download_as<float>(d_count);
+  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), d_count * sizeof(float)))
+      << "in place: the replay differs from an eager call";
+  EXPECT_TRUE(d.guard_intact());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 // ---- 3. out-of-range device sizes ----------------------------------------------------------------------------
 
 // The sizes a kernel must use for device values `raw` with capacity sum(host ks): negative -> 0, not a multiple
