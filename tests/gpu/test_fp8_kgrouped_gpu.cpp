@@ -218,6 +218,31 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
 
 // ---- 2. CUDA graph replayed after the device sizes change --------------------------------------------------------
 
+// `call` captured on `stream` into an instantiated graph (after an eager warm-up: a call that would compile inside
+// the capture raises kCaptureError). A failure ends the capture and returns null, with the test failed.
+template <typename Call>
+cudaGraphExec_t capture_one_call(cudaStream_t stream, const Call& call) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    ADD_FAILURE() << "cudaStreamBeginCapture failed";
+    return nullptr;
+  }
+  try {
+    call();
+  } catch (const Error& e) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    ADD_FAILURE() << "the call failed during capture after an eager warm-up: " << e.what();
+    return nullptr;
+  }
+  const bool ok =
+      cudaStreamEndCapture(stream, &graph) == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  if (graph) cudaGraphDestroy(graph);  // the instantiated graph does not need it
+  if (!ok) ADD_FAILURE() << "ending or instantiating the capture failed";
+  return ok ? exec : nullptr;
+}
+
 TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
   MOEGEMM_REQUIRE_GPU();
   const std::int64_t m = 256, n = 384, groups = 4;
@@ -252,19 +277,12 @@ TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
                        ref::k_grouped_gemm_nt(m, n, ks1, a.dq.data(), b.dq.data(), c_ref.data()), c_host, m, n, ks1,
                        "eager warm-up, sizes ks1");
 
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
-    k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &cv, captured_layout, stream, options_1d1d());
-  } catch (const Error& e) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
+  cudaGraphExec_t exec = capture_one_call(
+      stream, [&] { k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &cv, captured_layout, stream, options_1d1d()); });
+  if (exec == nullptr) {
     cudaStreamDestroy(stream);
-    FAIL() << "the call failed during capture after an eager warm-up: " << e.what();
+    return;
   }
-  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
 
   // New sizes and new inputs, re-packed for them, written in place into the buffers the graph reads.
   a.set(random_tokens(sum_k, m, rng, 1.0f), ks2);
@@ -296,7 +314,6 @@ TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
   }
   EXPECT_TRUE(d.guard_intact());
   cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }
 
@@ -334,19 +351,12 @@ TEST(Fp8KGroupedGpu, InPlaceGraphReplayAcrossTheReduceThreshold) {
                        ref::k_grouped_gemm_nt(m, n, ks1, a.dq.data(), b.dq.data(), c_ref.data()), c_host, m, n, ks1,
                        "in place, eager, sizes ks1");
 
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
-    k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, stream, options_1d1d());
-  } catch (const Error& e) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
+  cudaGraphExec_t exec = capture_one_call(
+      stream, [&] { k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, stream, options_1d1d()); });
+  if (exec == nullptr) {
     cudaStreamDestroy(stream);
-    FAIL() << "the call failed during capture after an eager warm-up: " << e.what();
+    return;
   }
-  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
 
   a.set(random_tokens(sum_k, m, rng, 1.0f), ks2);
   b.set(random_tokens(sum_k, n, rng, 0.5f), ks2);
@@ -367,7 +377,6 @@ TEST(Fp8KGroupedGpu, InPlaceGraphReplayAcrossTheReduceThreshold) {
       << "in place: the replay differs from an eager call";
   EXPECT_TRUE(d.guard_intact());
   cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }
 
