@@ -214,9 +214,9 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
       if (kgrouped) tc.strides_bytes[1] = a.rows * ldc * esize_d;
       p.tma_c = make_tma_descriptor(tc);
     }
-    // In place (C is D, or no C given with add_c): long-K tiles add into D with TMA reduce-adds (kFp32ReduceMinK).
-    const bool c_is_d = a.c == nullptr || (a.c == a.d && a.ldc == a.ldd);
-    if (fp32 && a.add_c && c_is_d) p.reduce_min_k = kernels::sm90::kFp32ReduceMinK;
+    // In place (add_c without a distinct C: the API passes no C when C aliases FP32 D): long-K tiles add into D with
+    // TMA reduce-adds (kFp32ReduceMinK).
+    if (fp32 && a.add_c && a.c == nullptr) p.reduce_min_k = kernels::sm90::kFp32ReduceMinK;
   }
   const int layout_bytes =
       kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store, c.k_splits).launch_bytes;

@@ -119,8 +119,7 @@ TensorView c_view(Problem& p, const Case& c, const void* acc, const TensorView& 
                   cudaStream_t stream) {
   if (!c.in_place) return cv;
   p.in_place_c = acc;
-  CUDA_CHECK(cudaMemcpyAsync(p.d, acc, static_cast<std::size_t>(p.d_rows * p.n) * (p.d_f32 ? 4 : 2),
-                             cudaMemcpyDeviceToDevice, stream));
+  load_in_place_c(p, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return dv;
 }
@@ -624,6 +623,11 @@ void bf16_kgrouped(Problem& p, const Case& c, const CallOptions& o, cudaStream_t
 }
 
 }  // namespace
+
+void load_in_place_c(const Problem& p, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(p.d, p.in_place_c, static_cast<std::size_t>(p.d_rows * p.n) * (p.d_f32 ? 4 : 2),
+                             cudaMemcpyDeviceToDevice, stream));
+}
 
 std::unique_ptr<Problem> make_problem(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                       cudaStream_t stream) {

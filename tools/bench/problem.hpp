@@ -56,4 +56,7 @@ struct Problem {
 std::unique_ptr<Problem> make_problem(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                       cudaStream_t stream);
 
+// An in-place row's D (Problem::in_place_c set) takes C's pristine values, asynchronously on `stream`.
+void load_in_place_c(const Problem& p, cudaStream_t stream);
+
 }  // namespace moegemm::bench

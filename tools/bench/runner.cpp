@@ -322,8 +322,7 @@ CaseResult Runner::run(const Case& c) {
       if (settings_.check) {
         if (p.in_place_c != nullptr) {
           // D is the call's C: it starts from C's values (an unwritten element then fails, as C + A B^T differs).
-          CUDA_CHECK(cudaMemcpyAsync(p.d, p.in_place_c, static_cast<std::size_t>(p.d_rows * p.n) * (p.d_f32 ? 4 : 2),
-                                     cudaMemcpyDeviceToDevice, stream_));
+          load_in_place_c(p, stream_);
         } else {
           poison_output(p, stream_);
         }

@@ -47,10 +47,11 @@ Case dense(const std::string& suite, Family family, std::int64_t m, std::int64_t
   return c;
 }
 
-// In-place twins of the cases [first, end) that add C: the same data (seed), C being D itself (training's
+// Appends an in-place twin of each case so far with FP32 D += C: the same data (seed), C being D itself (training's
 // accumulation into the weight gradient; the anchor's kernels only run this form).
-void add_in_place_twins(std::vector<Case>& cases, std::size_t first, std::size_t end) {
-  for (std::size_t i = first; i < end; ++i) {
+void add_in_place_twins(std::vector<Case>& cases) {
+  const std::size_t end = cases.size();
+  for (std::size_t i = 0; i < end; ++i) {
     if (!cases[i].accumulate || !cases[i].d_f32) continue;
     Case twin = cases[i];
     twin.in_place = true;
@@ -98,7 +99,7 @@ std::vector<Case> default_cases(const std::string& suite) {
       c.accumulate = true;
       cases.push_back(c);
     }
-    add_in_place_twins(cases, 0, cases.size());
+    add_in_place_twins(cases);
   } else if (suite == "kgrouped") {
     for (const KGroupedRow& row : kKGroupedRows) {
       Case c = dense(suite, Family::kFp8KGrouped, row.m, row.n, 0);
@@ -108,7 +109,7 @@ std::vector<Case> default_cases(const std::string& suite) {
       c.accumulate = true;
       cases.push_back(c);
     }
-    add_in_place_twins(cases, 0, cases.size());
+    add_in_place_twins(cases);
   } else if (suite == "bf16") {
     // Forward: NT, BF16 D with and without accumulation, then the FP32-output pairs.
     for (std::int64_t m : {1, 128, 4096}) {
@@ -174,7 +175,7 @@ std::vector<Case> default_cases(const std::string& suite) {
       cases.push_back(c);
     }
     // Appended, so that the rows above keep their seeds: FP32 D += (TN weight gradients, k-grouped) in place.
-    add_in_place_twins(cases, 0, cases.size());
+    add_in_place_twins(cases);
   } else {
     throw std::invalid_argument("--suite: one of dense, contiguous, masked, wgrad, kgrouped, bf16, got " + suite);
   }
