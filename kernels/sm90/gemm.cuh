@@ -69,7 +69,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
-  static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 256, "block_m must be 64, 128 or 256");
+  static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 192 || kBlockM == 256,
+                "block_m must be 64, 128, 192 or 256");
+  static_assert(kBlockM != 192 || (gemm_three_warpgroups_supported(kRecipe, kKind, kBlockN) && kSplitK == 1),
+                "192-row tiles: see gemm_three_warpgroups_supported (sm90/gemm_params.cuh)");
   static_assert(kBlockM != 256 || gemm_tall_tile_supported(kRecipe, kKind, kBlockN, kClusterM),
                 "256-row tiles: see gemm_tall_tile_supported (sm90/gemm_params.cuh)");
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
 
   if (warpgroup == kMathWGs) {
     // ---------------------------------------------------------------- producer
-    setmaxnreg_dec<40>();
+    setmaxnreg_dec<gemm_producer_registers(kMathWGs)>();
     // The whole first warp walks the tiles (row-to-group passes are found by the warp) and runs the K loops; one
     // elected lane issues the copies.
     if (threadIdx.x / 32 == kMathWGs * 4) {
@@ -303,7 +306,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     __syncwarp();  // reconverge the first warp before the warp-aligned cluster barrier
   } else {
     // ------------------------------------------------------------------ consumers
-    setmaxnreg_inc<kMathWGs == 1 ? 240 : 232>();
+    setmaxnreg_inc<gemm_math_registers(kMathWGs)>();
     const u32 warp_in_wg = (threadIdx.x / 32) % 4;
     const u32 tid_in_wg = threadIdx.x % 128;
     const int row_lo = static_cast<int>(warp_in_wg * 16 + lane / 4);  // accumulator rows of this thread: row_lo, +8

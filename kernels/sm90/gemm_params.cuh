@@ -135,12 +135,14 @@ MOEGEMM_HD constexpr int fp8_k_loop_copies(int block_n) {
 // - 4 where the kernel holds one copy of the loop (B scaled per row, or block_n dividing 128): +1-8% on 256x128
 //   and 128x128 tiles; 2 and 3 measured lower. Rows with K = 512 and 576 lose 2-4%, and a rolled loop for short
 //   K did not win that back.
+// - 2 on 192-row tiles (three math warpgroups at 160 registers): k-grouped 2% faster than 4 and 6% faster than 1
+//   (docs/results/2026-12-04-three-warpgroups.md, run 3); unrolled 4 times, ptxas spilled the tile's scheduler state.
 // - 2 on 128-row tiles with up to three copies (128x192: row-to-group +1-2.4%, dense +1-2%); 64x96 measured level.
 // - 1 elsewhere: unrolled, the copies made the code 2-3x larger (128x144, nine copies: -7% at 4, -4% at 2).
 MOEGEMM_HD constexpr int fp8_k_loop_unroll(int recipe, int block_m, int block_n) {
   if (recipe_is_bf16(recipe)) return 1;
   const int copies = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) ? 1 : fp8_k_loop_copies(block_n);
-  if (copies == 1) return 4;
+  if (copies == 1) return block_m == 192 ? 2 : 4;
   return block_m == 128 && copies <= 3 ? 2 : 1;
 }
 
@@ -158,10 +160,21 @@ MOEGEMM_HD constexpr bool bf16_deferred_release(int recipe, int kind, int stages
 // (one scale block) or 64 BF16 values.
 MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 64 : kFp8BlockK; }
 
-// Consumer warpgroups of a block_m-row tile: one per 64 rows up to two. A 256-row tile (gemm_tall_tile_supported)
-// gives each of the two warpgroups two 64-row waves: WGMMA is m64, and a third and fourth warpgroup would leave
-// each too few registers for its accumulators.
-MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m >= 128 ? 2 : 1; }
+// Consumer warpgroups of a block_m-row tile: one per 64 rows up to three. A 256-row tile (gemm_tall_tile_supported)
+// gives each of two warpgroups two 64-row waves: WGMMA is m64, and four warpgroups would leave each too few
+// registers for its accumulators. A 192-row tile (gemm_three_warpgroups_supported) runs three warpgroups of one wave.
+MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m == 192 ? 3 : block_m >= 128 ? 2 : 1; }
+
+// Registers per thread after setmaxnreg: the producer warpgroup gives up what the math warpgroups take, within the
+// SM's 64K (128 x (producer + warpgroups x math) <= 65536). Three math warpgroups keep 160 each (two FP32 arrays of
+// block_n / 2 for block_n <= 128), the producer 32.
+MOEGEMM_HD constexpr int gemm_producer_registers(int math_warpgroups) { return math_warpgroups == 3 ? 32 : 40; }
+MOEGEMM_HD constexpr int gemm_math_registers(int math_warpgroups) {
+  return math_warpgroups == 1 ? 240 : math_warpgroups == 2 ? 232 : 160;
+}
+static_assert(128 * (gemm_producer_registers(3) + 3 * gemm_math_registers(3)) <= 65536 &&
+                  128 * (gemm_producer_registers(2) + 2 * gemm_math_registers(2)) <= 65536,
+              "setmaxnreg: the warpgroups' registers fit in the register file");
 
 // Layouts whose every tile belongs to one group and is bounded by a row limit alone (dense, group ends, masked): a
 // tile computes one pass, and its rows past the limit are simply not stored. (Row-to-group tiles run a pass per
@@ -186,6 +199,16 @@ MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int blo
   return recipe_has_bf16_out(recipe) &&
          (gemm_row_limited_tiles(kind) || kind == static_cast<int>(GroupedKind::kContiguousRowToGroup)) &&
          block_n <= 128 && cluster_m == 1;
+}
+
+// The tiles 192 rows high: three math warpgroups of one 64-row wave each, so that while one warpgroup promotes its
+// accumulators (recipe (1,1,128): a multiply-add per value and K block, with both operands' scales) two others
+// keep WGMMAs queued. Recipe (1,1,128) with the FP32 TMA epilogue (dense or k-grouped), block_n <= 128 (two arrays of
+// block_n / 2 FP32 values in gemm_math_registers(3)), and a multiple of 32.
+MOEGEMM_HD constexpr bool gemm_three_warpgroups_supported(int recipe, int kind, int block_n) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) &&
+         (kind == static_cast<int>(GroupedKind::kDense) || kind == static_cast<int>(GroupedKind::kKGrouped)) &&
+         block_n % 32 == 0 && block_n <= 128;
 }
 
 // FP32 D (weight gradients, D = C + A B^T) through TMA, dense and k-grouped, on tiles of whole 32-column boxes: C's

@@ -24,10 +24,15 @@ constexpr double kKBlockLatencyUs = 0.3;
 
 static_assert(math_warpgroups_for(64) == kernels::sm90::gemm_math_warpgroups(64) &&
                   math_warpgroups_for(128) == kernels::sm90::gemm_math_warpgroups(128) &&
+                  math_warpgroups_for(192) == kernels::sm90::gemm_math_warpgroups(192) &&
                   math_warpgroups_for(256) == kernels::sm90::gemm_math_warpgroups(256),
               "the public rule and the kernel's agree");
 static_assert(kernels::sm90::kMaxKSplits == 4, "validate/options.cpp checks k_splits against [1, 4]");
 constexpr int kBlockMs[] = {64, 128, 256};
+// Recipe (1,1,128) on 192-row tiles (with_three_warpgroup_tiles): the largest waves x area against the plan's at
+// which they are taken, k-grouped and dense.
+constexpr double kThreeWarpgroupGroupedBound = 1.05;
+constexpr double kThreeWarpgroupDenseBound = 0.92;
 constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
 
 }  // namespace
@@ -298,7 +303,36 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
   // smaller wave count wins (576 x 4096: one wave of 128x160 against two of 128x128, 47 us against 70).
   if (hint.num_groups == 1 && config.block_m == 128 && config.block_n > 128 &&
       gemm_waves_of(hint, config.block_m, config.block_n, config.cluster_m, num_sms) >= 3) {
-    return retiled(config, 128, 128, 1, kRecipe, kernels::GroupedKind::kDense);
+    config = retiled(config, 128, 128, 1, kRecipe, kernels::GroupedKind::kDense);
+  }
+  return with_three_warpgroup_tiles(config, hint, num_sms);
+}
+
+KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms) {
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+  // A tile's time on its SM goes with its area (the tensor work) and the call's with its waves: compare waves x area.
+  auto work = [&](int block_m, int block_n) {
+    return static_cast<double>(gemm_waves_of(hint, block_m, block_n, 1, num_sms)) * block_m * block_n;
+  };
+  const double planned = work(config.block_m, config.block_n);
+  // Measured (docs/results/2026-12-04-three-warpgroups.md, runs 2 and 3): k-grouped 192x128 ran 7% faster than
+  // 128x160 (geomean; -1% to +13% per row) at 0.96-1.04x the waves x area; on dense rows 192-row tiles ran 2-14% slower at equal or more waves x
+  // area, and won only where they save a partial wave (2112 x 4096: 5 waves of 128x128 against 3 of 192x128, +15%;
+  // 576 x 4096: one wave of 192x96 against one of 128x160, +8%).
+  const double bound = hint.num_groups > 1 ? kThreeWarpgroupGroupedBound : kThreeWarpgroupDenseBound;
+  if (config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) return config;
+  // Both widths run on both layouts of the recipe (the configuration is retiled as dense: the same shared memory).
+  constexpr int kDense = static_cast<int>(kernels::GroupedKind::kDense);
+  constexpr int kKGrouped = static_cast<int>(kernels::GroupedKind::kKGrouped);
+  static_assert(kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kDense, 96) &&
+                kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kDense, 128) &&
+                kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kKGrouped, 96) &&
+                kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kKGrouped, 128));
+  // The wider tile first: on the k-grouped rows it beat 192x96 by 0-9%, also where its waves x area was larger.
+  for (int block_n : {128, 96}) {
+    if (work(192, block_n) <= bound * planned) {
+      return retiled(config, 192, block_n, 1, kRecipe, kernels::GroupedKind::kDense);
+    }
   }
   return config;
 }
@@ -333,7 +367,17 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
         "accumulators per warpgroup), cluster_m 1 and the dense, m-grouped contiguous or masked layout, so far",
         c);
   }
-  if (c.block_m != 64 && c.block_m != 128 && c.block_m != 256) config_fail("block_m must be 64, 128 or 256", c);
+  const bool three_warpgroups_ok =
+      kernels::sm90::gemm_three_warpgroups_supported(recipe, static_cast<int>(layout), c.block_n) && c.k_splits == 1;
+  if (c.block_m == 192 && !three_warpgroups_ok) {
+    config_fail(
+        "192-row tiles (three math warpgroups) need recipe (1,1,128), block_n a multiple of 32 up to 128 and no K "
+        "split, so far",
+        c);
+  }
+  if (c.block_m != 64 && c.block_m != 128 && c.block_m != 192 && c.block_m != 256) {
+    config_fail("block_m must be 64, 128, 192 or 256", c);
+  }
   if (!kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), c.block_m, c.block_n, c.k_splits) ||
       (c.k_splits > 1 && (c.cluster_m != 1 || c.cluster_n != 1))) {
     config_fail(

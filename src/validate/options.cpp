@@ -49,8 +49,8 @@ static std::string field(const char* name, int value) { return std::string(name)
 
 void check_config(const KernelConfig& config, bool fp8) {
   const char* name = "options.config";
-  if (config.block_m != 64 && config.block_m != 128 && config.block_m != 256) {
-    fail(name, "block_m must be 64, 128 or 256 (consumer warpgroups of 64-row waves)",
+  if (config.block_m != 64 && config.block_m != 128 && config.block_m != 192 && config.block_m != 256) {
+    fail(name, "block_m must be 64, 128, 192 or 256 (consumer warpgroups of 64-row waves)",
          field("block_m", config.block_m));
   }
   if (config.block_n < 16 || config.block_n > 256 || config.block_n % 16 != 0) {

@@ -406,7 +406,7 @@ TEST(Scheduler, DenseRandom) {
     Case c;
     c.p.kind = GroupedKind::kDense;
     c.p.num_groups = 1;
-    random_tiling(rng, c.p, {16, 32, 64, 128, 256});
+    random_tiling(rng, c.p, {16, 32, 64, 128, 192, 256});
     c.p.rows = trial == 0 ? 0 : uniform(rng, 1, 700);
     c.name = shape_name("dense", trial, c.p);
     check_case(c, rng);
@@ -558,7 +558,7 @@ TEST(Scheduler, KGroupedRandom) {
   for (int trial = 0; trial < 150; ++trial) {
     Case c;
     c.p.kind = GroupedKind::kKGrouped;
-    random_tiling(rng, c.p, {64, 128, 256});
+    random_tiling(rng, c.p, {64, 128, 192, 256});
     c.p.num_groups = uniform(rng, 1, 10);
     c.p.rows = uniform(rng, 1, 300);
     c.p.k = trial == 0 ? 0 : uniform(rng, 0, 3000);

@@ -37,11 +37,11 @@ TEST(ValidateOptions, DefaultConfigIsValidForFp8) {
   EXPECT_EQ(run_contiguous(x).config, &config);
 }
 
-TEST(ValidateOptions, BlockMMustBe64Or128Or256) {
+TEST(ValidateOptions, BlockMMustBe64Or128Or192Or256) {
   KernelConfig config;
-  for (int block_m : {96, 192, 512}) {
+  for (int block_m : {96, 160, 320, 512}) {
     config.block_m = block_m;
-    EXPECT_INVALID(check_config(config, true), "options.config: block_m must be 64, 128 or 256",
+    EXPECT_INVALID(check_config(config, true), "options.config: block_m must be 64, 128, 192 or 256",
                    "got block_m = " + std::to_string(block_m));
   }
   config.block_m = 64;
@@ -49,6 +49,9 @@ TEST(ValidateOptions, BlockMMustBe64Or128Or256) {
   EXPECT_NO_THROW(check_config(config, true));
   config.block_m = 256;
   config.math_warpgroups = 2;
+  EXPECT_NO_THROW(check_config(config, true));
+  config.block_m = 192;
+  config.math_warpgroups = 3;
   EXPECT_NO_THROW(check_config(config, true));
 }
 

@@ -81,6 +81,24 @@ TEST(Fp8WgradStagedGpu, MatchesOracleForEveryFormOfC) {
   }
 }
 
+// The 192-row tiles of three math warpgroups, forced: M ending inside a tile (400 = 2 x 192 + 16, 129 < 192), N inside
+// one, K on both sides of kFp32ReduceMinK.
+TEST(Fp8WgradStagedGpu, ThreeWarpgroupTilesMatchOracleForEveryFormOfC) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int block_n : {128, 96}) {
+    KernelConfig cfg;
+    cfg.block_m = 192;
+    cfg.block_n = block_n;
+    cfg.stages = 3;
+    cfg.math_warpgroups = math_warpgroups_for(192);
+    SCOPED_TRACE("192x" + std::to_string(block_n));
+    for (CMode mode : {CMode::kDistinct, CMode::kAliasesD, CMode::kNone}) {
+      run_case(400, 320, 2048, mode, &cfg);
+      run_case(129, 136, 512, mode, &cfg);
+    }
+  }
+}
+
 // One set of inputs, D = C + A B^T with C distinct from a NaN-poisoned D and with C aliasing D: the same bits. C
 // aliasing D adds into D by TMA reduce-adds on tiles with K >= kFp32ReduceMinK (1024) and loads C below it.
 TEST(Fp8WgradStagedGpu, CAliasingDGivesTheBitsOfCDistinct) {
@@ -121,13 +139,14 @@ TEST(Fp8WgradStagedGpu, CAliasingDGivesTheBitsOfCDistinct) {
 TEST(Fp8WgradStagedGpu, BitwiseEqualAcrossCallsAndConfigurations) {
   MOEGEMM_REQUIRE_GPU();
   std::vector<float> first;
-  for (int bm : {64, 128}) {
-    for (int bn : {16, 64, 128, 160}) {
+  for (int bm : {64, 128, 192}) {
+    for (int bn : {16, 64, 96, 128, 160}) {
+      if (bm == 192 && bn != 96 && bn != 128) continue;  // three warpgroups: block_n 96 or 128 (multiples of 32)
       KernelConfig cfg;
       cfg.block_m = bm;
       cfg.block_n = bn;
-      cfg.stages = 3;  // fits every tile here, including 128x160 with its FP32 staging buffer
-      cfg.math_warpgroups = bm / 64;
+      cfg.stages = 3;  // fits every tile here, including 128x160 and 192x128 with their FP32 staging buffers
+      cfg.math_warpgroups = math_warpgroups_for(bm);
       for (int rep = 0; rep < 2; ++rep) {
         std::vector<float> got;
         run_case(300, 320, 768, CMode::kDistinct, &cfg, &got);

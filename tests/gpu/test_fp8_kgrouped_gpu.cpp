@@ -152,15 +152,9 @@ struct KGroupedShape {
   std::vector<std::int64_t> ks;
 };
 
-TEST(Fp8KGroupedGpu, MatchesOracle) {
-  MOEGEMM_REQUIRE_GPU();
-  const std::vector<KGroupedShape> shapes = {
-      {256, 512, {256, 128, 0, 384}},
-      {200, 136, {128, 512, 256}},      // M not a multiple of 64, N not a multiple of 16
-      {128, 256, {0, 128, 0, 256, 0}},  // empty experts first, between and last
-      // Experts on both sides of kFp32ReduceMinK: with C aliasing D (or no C), reduce-adds from 1024 on.
-      {192, 320, {1024, 384, 0, 2048}},
-  };
+// Every shape with C distinct, C aliasing D and no C, sizes on the host and on the device, on the planner's tile or
+// on `config`.
+void expect_shapes_match_oracle(const std::vector<KGroupedShape>& shapes, const KernelConfig* config) {
   for (const KGroupedShape& s : shapes) {
     const std::int64_t groups = static_cast<std::int64_t>(s.ks.size());
     const std::int64_t sum_k = sum_of(s.ks);
@@ -195,8 +189,9 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
         const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {groups, s.m, s.n});
         const TensorView cv =
             TensorView::contiguous(mode == CMode::kDistinct ? c.get() : d.get(), DType::kFloat32, {groups, s.m, s.n});
-        k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, mode == CMode::kNone ? nullptr : &cv, layout, nullptr,
-                              options_1d1d());
+        GemmOptions options = options_1d1d();
+        options.config = config;
+        k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, mode == CMode::kNone ? nullptr : &cv, layout, nullptr, options);
         MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
         const auto got = d.download_as<float>(d_count);
         expect_experts_match(got, want, c_host, s.m, s.n, s.ks, what);
@@ -213,6 +208,34 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
         }
       }
     }
+  }
+}
+
+TEST(Fp8KGroupedGpu, MatchesOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  expect_shapes_match_oracle(
+      {
+          {256, 512, {256, 128, 0, 384}},
+          {200, 136, {128, 512, 256}},      // M not a multiple of 64, N not a multiple of 16
+          {128, 256, {0, 128, 0, 256, 0}},  // empty experts first, between and last
+          // Experts on both sides of kFp32ReduceMinK: with C aliasing D (or no C), reduce-adds from 1024 on.
+          {192, 320, {1024, 384, 0, 2048}},
+      },
+      nullptr);
+}
+
+// The 192-row tiles of three math warpgroups (the planner's choice for the large k-grouped shapes), forced on
+// shapes whose M ends inside a tile (400 = 2 x 192 + 16; 136 < 192) and whose N ends inside one.
+TEST(Fp8KGroupedGpu, ThreeWarpgroupTilesMatchOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int block_n : {128, 96}) {
+    KernelConfig config;
+    config.block_m = 192;
+    config.block_n = block_n;
+    config.stages = 3;
+    config.math_warpgroups = math_warpgroups_for(192);
+    SCOPED_TRACE("192x" + std::to_string(block_n));
+    expect_shapes_match_oracle({{400, 320, {1024, 384, 0, 2048}}, {136, 200, {128, 512, 256}}}, &config);
   }
 }
 
