@@ -106,8 +106,9 @@ def test_plans_are_printable_for_every_family():
     assert ends.block_m == 256 and idx.block_m == 128
     with pytest.raises(moegemm.InvalidArgumentError, match="grouped_layout"):
         moegemm.plan_fp8_gemm_nt(4 * 4096, 4096, 2048, 4, 4096, layout="k_grouped")
+    # K-grouped weight gradients run 192-row tiles of three math warpgroups (docs/heuristics.md).
     wgrad = moegemm.plan_fp8_gemm_wgrad(4096, 7168, 32768, num_groups=16)
-    assert wgrad.block_k == 128 and wgrad.block_m in (64, 128)
+    assert wgrad.block_k == 128 and wgrad.block_m == 192 and wgrad.math_warpgroups == 3
     bf16 = moegemm.plan_bf16_gemm(4096, 4096, 7168)
     assert bf16.block_k == 64 and bf16.smem_bytes > 0
     tn = moegemm.plan_bf16_gemm(4096, 7168, 32768, layout="k_grouped", num_groups=16)
