@@ -206,7 +206,7 @@ MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int blo
 // keep WGMMAs queued. Recipe (1,1,128) with the FP32 TMA epilogue (dense or k-grouped), block_n <= 128 (two arrays of
 // block_n / 2 FP32 values in gemm_math_registers(3)), and a multiple of 32.
 MOEGEMM_HD constexpr bool gemm_three_warpgroups_supported(int recipe, int kind, int block_n) {
-  return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) &&
+  return (recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32)) &&
          (kind == static_cast<int>(GroupedKind::kDense) || kind == static_cast<int>(GroupedKind::kKGrouped)) &&
          block_n % 32 == 0 && block_n <= 128;
 }

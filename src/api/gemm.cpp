@@ -268,6 +268,7 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
     config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, block_n_multiple);
     // (K-major A and B only: no 128-row split has run with an MN-major operand on the device.)
     if (mn_major == 0) config = plan::with_row_block_tiles(config, hint, static_cast<int>(recipe), layout);
+    config = plan::with_three_warpgroup_tiles(config, hint, sms, static_cast<int>(recipe));
   } else {
     config = plan::with_wide_grouped_bf16_tiles(config, hint, static_cast<int>(recipe), layout);
   }

@@ -305,33 +305,40 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
       gemm_waves_of(hint, config.block_m, config.block_n, config.cluster_m, num_sms) >= 3) {
     config = retiled(config, 128, 128, 1, kRecipe, kernels::GroupedKind::kDense);
   }
-  return with_three_warpgroup_tiles(config, hint, num_sms);
+  return with_three_warpgroup_tiles(config, hint, num_sms, kRecipe);
 }
 
-KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms) {
-  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe) {
+  using kernels::sm90::GemmRecipe;
+  const bool fp8 = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
+  if ((!fp8 && recipe != static_cast<int>(GemmRecipe::kBf16Fp32)) || (!fp8 && hint.num_groups > 1)) return config;
+  if (config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) return config;
   // A tile's time on its SM goes with its area (the tensor work) and the call's with its waves: compare waves x area.
   auto work = [&](int block_m, int block_n) {
     return static_cast<double>(gemm_waves_of(hint, block_m, block_n, 1, num_sms)) * block_m * block_n;
   };
   const double planned = work(config.block_m, config.block_n);
-  // Measured (docs/results/2026-12-04-three-warpgroups.md, runs 2 and 3): k-grouped 192x128 ran 7% faster than
-  // 128x160 (geomean; -1% to +13% per row) at 0.96-1.04x the waves x area; on dense rows 192-row tiles ran 2-14% slower at equal or more waves x
-  // area, and won only where they save a partial wave (2112 x 4096: 5 waves of 128x128 against 3 of 192x128, +15%;
-  // 576 x 4096: one wave of 192x96 against one of 128x160, +8%).
+  // Measured (docs/results/2026-12-04-three-warpgroups.md, runs 2, 3 and 6): FP8 k-grouped 192x128 ran 7% faster
+  // than 128x160 (geomean; -1% to +13% per row) at 0.96-1.04x the waves x area. On dense rows 192-row tiles ran 2-14%
+  // slower (FP8) and 7-16% slower (BF16) at equal or more waves x area, and won only where they save a partial wave:
+  // 2112 x 4096, 5 waves of 128x128 against 3 of 192x128 (FP8 +15%, BF16 +5-7%); 576 x 4096, one wave of 192x96
+  // against one of 128x160 (FP8 +8%), one of 192x128 against two of 128x128 (BF16 +26-27%). BF16 k-grouped rows ran
+  // 0-9% slower and keep their tile.
   const double bound = hint.num_groups > 1 ? kThreeWarpgroupGroupedBound : kThreeWarpgroupDenseBound;
-  if (config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) return config;
   // Both widths run on both layouts of the recipe (the configuration is retiled as dense: the same shared memory).
   constexpr int kDense = static_cast<int>(kernels::GroupedKind::kDense);
   constexpr int kKGrouped = static_cast<int>(kernels::GroupedKind::kKGrouped);
-  static_assert(kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kDense, 96) &&
-                kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kDense, 128) &&
-                kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kKGrouped, 96) &&
-                kernels::sm90::gemm_three_warpgroups_supported(kRecipe, kKGrouped, 128));
-  // The wider tile first: on the k-grouped rows it beat 192x96 by 0-9%, also where its waves x area was larger.
-  for (int block_n : {128, 96}) {
+  static_assert(kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 96) &&
+                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 128) &&
+                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 96) &&
+                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 128) &&
+                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kBf16Fp32), kDense, 128));
+  // The wider tile first: on the FP8 k-grouped rows it beat 192x96 by 0-9%, also where its waves x area was larger.
+  // (BF16: 192x128 only; 192x64 measured 11-47% slower but on 576 x 4096, and an MN-major B takes whole 64-wide boxes.)
+  for (const int block_n : {128, 96}) {
+    if (!fp8 && block_n != 128) continue;
     if (work(192, block_n) <= bound * planned) {
-      return retiled(config, 192, block_n, 1, kRecipe, kernels::GroupedKind::kDense);
+      return retiled(config, 192, block_n, 1, recipe, kernels::GroupedKind::kDense);
     }
   }
   return config;

@@ -267,7 +267,7 @@ TEST(Fp8Plan, WeightGradientsTake192RowTilesWhereMeasured) {
   // Where 192-row tiles would add work (a small k-grouped problem: one wave of 64x64 tiles), the model's tile.
   const KernelConfig small = plan::choose_fp8_1d1d_config({256, 512, 256, 4}, 132);
   EXPECT_EQ(small.block_m, 64) << small.to_string();
-  EXPECT_EQ(plan::with_three_warpgroup_tiles(small, {256, 512, 256, 4}, 132).block_m, 64);
+  EXPECT_EQ(plan::with_three_warpgroup_tiles(small, {256, 512, 256, 4}, 132, kRecipe).block_m, 64);
 }
 
 // One block of rows (M = 65..128, dense, FP8 (1,128,128) or BF16 D): a 128-row tile at the width and split that put
@@ -317,6 +317,41 @@ TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
 
 // BF16 D on the m-grouped layouts: where the model plans a large tile, 128x256 (measured faster on those rows,
 // docs/results/2026-12-03-cublas-tiles.md, runs E and F); dense, FP32 D, small tiles and narrow N keep their plan.
+TEST(Bf16Plan, Fp32OutputTakes192RowTilesWhereTheySaveAPartialWave) {
+  // BF16 with FP32 D (docs/results/2026-12-04-three-warpgroups.md, run 6): 192x128 on the two TN weight-gradient
+  // rows where it saves a partial wave (576 x 4096: +26-27%, 2112 x 4096: +5-7%); the other rows and k-grouped keep
+  // their tile (7-16% and 0-9% slower on 192x128).
+  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
+  auto tn = [](int m, int n, int k) {
+    Bf16PlanQuery q;
+    q.m = m;
+    q.n = n;
+    q.k = k;
+    q.a_mn_major = q.b_mn_major = true;
+    q.fp32_d = true;
+    return plan_bf16_gemm(q);
+  };
+  for (const int m : {576, 2112}) {
+    const KernelConfig c = tn(m, 4096, 7168);
+    EXPECT_EQ(c.block_m, 192) << c.to_string();
+    EXPECT_EQ(c.block_n, 128) << c.to_string();
+    EXPECT_EQ(c.math_warpgroups, 3);
+    EXPECT_EQ(c.stages, plan::gemm_max_stages(192, 128, kRecipe, kernels::GroupedKind::kDense));
+    EXPECT_NO_THROW(plan::check_bf16_config(c, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kDense));
+  }
+  for (const auto& [m, k] : {std::pair{24576, 1536}, std::pair{32768, 512}, std::pair{7168, 16384},
+                             std::pair{4096, 7168}, std::pair{7168, 2048}}) {
+    EXPECT_NE(tn(m, 4096, k).block_m, 192) << m << " x " << k;
+  }
+  Bf16PlanQuery kq;
+  kq.layout = GemmLayout::kKGrouped;
+  kq.m = 4096;
+  kq.n = 7168;
+  kq.k = 16 * 2048;
+  kq.num_groups = 16;
+  EXPECT_NE(plan_bf16_gemm(kq).block_m, 192);
+}
+
 TEST(Bf16Plan, WideTilesForLargeGroupedTiles) {
   using kernels::GroupedKind;
   using kernels::sm90::GemmRecipe;

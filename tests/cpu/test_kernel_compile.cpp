@@ -113,6 +113,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Recipe (1,1,128) on 192-row tiles: three math warpgroups at 160 registers each, the producer at 32.
         Case{192, 128, kernels::GroupedKind::kDense, 1, 1}, Case{192, 128, kernels::GroupedKind::kKGrouped, 1, 1},
         Case{192, 96, kernels::GroupedKind::kKGrouped, 1, 1},
+        Case{192, 128, kernels::GroupedKind::kDense, 1, 3, 3}, Case{192, 64, kernels::GroupedKind::kDense, 1, 3, 3},
+        Case{192, 128, kernels::GroupedKind::kKGrouped, 1, 3, 3}, Case{192, 64, kernels::GroupedKind::kKGrouped, 1, 3, 3},
+        Case{192, 128, kernels::GroupedKind::kDense, 1, 3, 0},
         // BF16: dense, masked and row-to-group.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, Case{128, 128, kernels::GroupedKind::kMasked, 1, 2},
         Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},

@@ -177,7 +177,9 @@ TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
 
 // FP32 D of an m x n x k problem (K-major A and B), with `config` (nullptr: the planner's): D = A B^T into a
 // NaN-poisoned D, D = C + A B^T with C distinct from D, then with C aliasing D; each against the float64 oracle.
-void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config, const std::string& what) {
+// FP32 D with no C, C distinct and C aliasing D (the same bits as C distinct); A and B K-major unless a_mn / b_mn.
+void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config, const std::string& what,
+                  bool a_mn = false, bool b_mn = false) {
   SCOPED_TRACE(what);
   std::mt19937 rng(seed);
   Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
@@ -185,10 +187,8 @@ void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config
   std::vector<float> c_host(static_cast<std::size_t>(m) * n);
   for (auto& v : c_host) v = dist(rng);
   std::vector<double> c_ref(c_host.begin(), c_host.end());
-  const TensorView av = TensorView::contiguous(a.device.get(), DType::kBFloat16, {m, k});
-  const TensorView bv = TensorView::contiguous(b.device.get(), DType::kBFloat16, {n, k});
-  const auto ar = ref::MatrixRef::row_major(a.values.data(), k);
-  const auto br = ref::MatrixRef::row_major(b.values.data(), k);
+  const TensorView av = operand_view(a, m, k, a_mn), bv = operand_view(b, n, k, b_mn);
+  const ref::MatrixRef ar = operand_ref(a, m, k, a_mn), br = operand_ref(b, n, k, b_mn);
   DeviceBuffer d(c_host.size() * 4), c(c_host.size() * 4);
   const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
   const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
@@ -340,10 +340,9 @@ TEST(Bf16StagedGpu, KGroupedTnWithEmptyExpertsAndGraphReplay) {
 }
 
 // K-grouped tn with experts on both sides of kFp32ReduceMinK: C aliasing D (reduce-adds into D from K = 1024 on)
-// gives the bits of C distinct from a NaN-poisoned D, and both match the oracle.
-TEST(Bf16StagedGpu, KGroupedTnCAliasingDGivesTheBitsOfCDistinct) {
-  MOEGEMM_REQUIRE_GPU();
-  const int m = 192, n = 320, groups = 4;
+// gives the bits of C distinct from a NaN-poisoned D, and both match the oracle; on the planner's tile or `config`.
+void run_k_grouped_tn_c_forms(int m, const KernelConfig* config) {
+  const int n = 320, groups = 4;
   const std::vector<std::int64_t> ks = {1024, 0, 384, 2048};
   const int sum_k = 3456;
   std::mt19937 rng(23);
@@ -367,7 +366,9 @@ TEST(Bf16StagedGpu, KGroupedTnCAliasingDGivesTheBitsOfCDistinct) {
       c.upload(c_host);
       d.fill_bytes(0xFF);
     }
-    k_grouped_bf16_gemm_tn(av, bv, dv, aliased ? &dv : &cv, sizes, nullptr);
+    GemmOptions options;
+    options.config = config;
+    k_grouped_bf16_gemm_tn(av, bv, dv, aliased ? &dv : &cv, sizes, nullptr, options);
     MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
     got = d.download_as<float>(c_host.size());
     std::vector<double> g(got.begin(), got.end());
@@ -380,6 +381,11 @@ TEST(Bf16StagedGpu, KGroupedTnCAliasingDGivesTheBitsOfCDistinct) {
   run(true, aliased);
   EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
       << "C aliasing D differs from C distinct";
+}
+
+TEST(Bf16StagedGpu, KGroupedTnCAliasingDGivesTheBitsOfCDistinct) {
+  MOEGEMM_REQUIRE_GPU();
+  run_k_grouped_tn_c_forms(192, nullptr);
 }
 
 // ---- BF16 D = C + A @ B^T ------------------------------------------------------------------------------------------
@@ -539,6 +545,21 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
     }
     EXPECT_TRUE(d.guard_intact());
   }
+}
+
+// FP32 D on 192-row tiles of three math warpgroups (the planner's choice where they save a partial wave), forced:
+// dense in the NT and TN forms with every form of C, M ending inside a tile (400 = 2 x 192 + 16; 129 < 192) and K on
+// both sides of kFp32ReduceMinK; k-grouped tn (MN-major A and B) likewise.
+TEST(Bf16ForcedConfigsGpu, ThreeWarpgroupTilesWithFp32D) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig three = bf16_config(192, 128, 3);
+  for (const bool tn : {false, true}) {
+    const std::string form = tn ? "TN" : "NT";
+    run_fp32_out(400, 320, 2048, 41, &three, "400x320x2048 " + form + ", 192x128", tn, tn);
+    run_fp32_out(129, 136, 1000, 42, &three, "129x136x1000 " + form + ", 192x128", tn, tn);
+  }
+  SCOPED_TRACE("k-grouped tn, 192x128");
+  run_k_grouped_tn_c_forms(400, &three);
 }
 
 // The forms the pairs and tall tiles reject, with the rule in the message, before any launch.
