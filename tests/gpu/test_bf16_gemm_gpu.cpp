@@ -548,15 +548,16 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
 }
 
 // FP32 D on 192-row tiles of three math warpgroups (the planner's choice where they save a partial wave), forced:
-// dense in the NT and TN forms with every form of C, M ending inside a tile (400 = 2 x 192 + 16; 129 < 192) and K on
-// both sides of kFp32ReduceMinK; k-grouped tn (MN-major A and B) likewise.
+// dense in the NT and TN forms with every form of C, M ending inside a tile (400 = 2 x 192 + 16; 136 < 192; an
+// MN-major operand needs 16-byte strides, so M and N multiples of 8) and K on both sides of kFp32ReduceMinK;
+// k-grouped tn (MN-major A and B) likewise.
 TEST(Bf16ForcedConfigsGpu, ThreeWarpgroupTilesWithFp32D) {
   MOEGEMM_REQUIRE_GPU();
   const KernelConfig three = bf16_config(192, 128, 3);
   for (const bool tn : {false, true}) {
     const std::string form = tn ? "TN" : "NT";
     run_fp32_out(400, 320, 2048, 41, &three, "400x320x2048 " + form + ", 192x128", tn, tn);
-    run_fp32_out(129, 136, 1000, 42, &three, "129x136x1000 " + form + ", 192x128", tn, tn);
+    run_fp32_out(136, 136, 1000, 42, &three, "136x136x1000 " + form + ", 192x128", tn, tn);
   }
   SCOPED_TRACE("k-grouped tn, 192x128");
   run_k_grouped_tn_c_forms(400, &three);
