@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "moegemm/config.hpp"
 #include "moegemm/device.hpp"
 
 namespace moegemm::testing {
@@ -69,5 +70,17 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// A forced tile configuration (GemmOptions::config): block_m x block_n x block_k with `stages` stages, the math
+// warpgroups block_m implies, no cluster, no K split.
+inline KernelConfig tile_config(int block_m, int block_n, int block_k, int stages) {
+  KernelConfig c;
+  c.block_m = block_m;
+  c.block_n = block_n;
+  c.block_k = block_k;
+  c.stages = stages;
+  c.math_warpgroups = math_warpgroups_for(block_m);
+  return c;
+}
 
 }  // namespace moegemm::testing

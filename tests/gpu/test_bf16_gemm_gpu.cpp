@@ -489,12 +489,7 @@ TEST(Bf16AddCGpu, ForcedTilesMatchTheRoundedOracle) {
 // ---- forced configurations: CTA pairs and 256-row tiles ------------------------------------------------------------
 
 KernelConfig bf16_config(int bm, int bn, int stages, int cluster_m = 1, int cluster_n = 1) {
-  KernelConfig c;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = 64;
-  c.stages = stages;
-  c.math_warpgroups = math_warpgroups_for(bm);
+  KernelConfig c = testing::tile_config(bm, bn, 64, stages);
   c.cluster_m = cluster_m;
   c.cluster_n = cluster_n;
   return c;

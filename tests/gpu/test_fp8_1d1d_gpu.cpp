@@ -86,11 +86,7 @@ TEST(Fp8WgradStagedGpu, MatchesOracleForEveryFormOfC) {
 TEST(Fp8WgradStagedGpu, ThreeWarpgroupTilesMatchOracleForEveryFormOfC) {
   MOEGEMM_REQUIRE_GPU();
   for (const int block_n : {128, 96}) {
-    KernelConfig cfg;
-    cfg.block_m = 192;
-    cfg.block_n = block_n;
-    cfg.stages = 3;
-    cfg.math_warpgroups = math_warpgroups_for(192);
+    const KernelConfig cfg = testing::tile_config(192, block_n, 128, 3);
     SCOPED_TRACE("192x" + std::to_string(block_n));
     for (CMode mode : {CMode::kDistinct, CMode::kAliasesD, CMode::kNone}) {
       run_case(400, 320, 2048, mode, &cfg);

@@ -229,11 +229,7 @@ TEST(Fp8KGroupedGpu, MatchesOracle) {
 TEST(Fp8KGroupedGpu, ThreeWarpgroupTilesMatchOracle) {
   MOEGEMM_REQUIRE_GPU();
   for (const int block_n : {128, 96}) {
-    KernelConfig config;
-    config.block_m = 192;
-    config.block_n = block_n;
-    config.stages = 3;
-    config.math_warpgroups = math_warpgroups_for(192);
+    const KernelConfig config = testing::tile_config(192, block_n, 128, 3);
     SCOPED_TRACE("192x" + std::to_string(block_n));
     expect_shapes_match_oracle({{400, 320, {1024, 384, 0, 2048}}, {136, 200, {128, 512, 256}}}, &config);
   }
