@@ -34,7 +34,7 @@ enum class GemmLayout : int {
 };
 
 // Consumer warpgroups of a tile block_m rows high: one for 64 rows, two for 128 or 256 (a 256-row tile gives each
-// warpgroup two 64-row waves), three for 192 (recipe (1,1,128) only).
+// warpgroup two 64-row waves), three for 192 (FP32 D: FP8 recipe (1,1,128), or BF16 with FP32 D).
 constexpr int math_warpgroups_for(int block_m) { return block_m == 192 ? 3 : block_m >= 128 ? 2 : 1; }
 
 }  // namespace moegemm

@@ -166,8 +166,8 @@ MOEGEMM_HD constexpr int stage_k(int recipe) { return recipe_is_bf16(recipe) ? 6
 MOEGEMM_HD constexpr int gemm_math_warpgroups(int block_m) { return block_m == 192 ? 3 : block_m >= 128 ? 2 : 1; }
 
 // Registers per thread after setmaxnreg: the producer warpgroup gives up what the math warpgroups take, within the
-// SM's 64K (128 x (producer + warpgroups x math) <= 65536). Three math warpgroups keep 160 each (two FP32 arrays of
-// block_n / 2 for block_n <= 128), the producer 32.
+// SM's 64K (128 x (producer + warpgroups x math) <= 65536). Three math warpgroups keep 160 each (recipe (1,1,128):
+// two FP32 arrays of block_n / 2 for block_n <= 128), the producer 32.
 MOEGEMM_HD constexpr int gemm_producer_registers(int math_warpgroups) { return math_warpgroups == 3 ? 32 : 40; }
 MOEGEMM_HD constexpr int gemm_math_registers(int math_warpgroups) {
   return math_warpgroups == 1 ? 240 : math_warpgroups == 2 ? 232 : 160;
@@ -203,8 +203,9 @@ MOEGEMM_HD constexpr bool gemm_tall_tile_supported(int recipe, int kind, int blo
 
 // The tiles 192 rows high: three math warpgroups of one 64-row wave each, so that while one warpgroup promotes its
 // accumulators (recipe (1,1,128): a multiply-add per value and K block, with both operands' scales) two others
-// keep WGMMAs queued. Recipe (1,1,128) with the FP32 TMA epilogue (dense or k-grouped), block_n <= 128 (two arrays of
-// block_n / 2 FP32 values in gemm_math_registers(3)), and a multiple of 32.
+// keep WGMMAs queued; for BF16 with FP32 D the tile shape alone (fewer waves on some shapes). FP32 D through the TMA
+// epilogue (dense or k-grouped), block_n <= 128 (FP8: two arrays of block_n / 2 FP32 values in
+// gemm_math_registers(3)), and a multiple of 32.
 MOEGEMM_HD constexpr bool gemm_three_warpgroups_supported(int recipe, int kind, int block_n) {
   return (recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) || recipe == static_cast<int>(GemmRecipe::kBf16Fp32)) &&
          (kind == static_cast<int>(GroupedKind::kDense) || kind == static_cast<int>(GroupedKind::kKGrouped)) &&

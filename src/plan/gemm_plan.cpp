@@ -29,8 +29,8 @@ static_assert(math_warpgroups_for(64) == kernels::sm90::gemm_math_warpgroups(64)
               "the public rule and the kernel's agree");
 static_assert(kernels::sm90::kMaxKSplits == 4, "validate/options.cpp checks k_splits against [1, 4]");
 constexpr int kBlockMs[] = {64, 128, 256};
-// Recipe (1,1,128) on 192-row tiles (with_three_warpgroup_tiles): the largest waves x area against the plan's at
-// which they are taken, k-grouped and dense.
+// FP32-D tiles 192 rows high (with_three_warpgroup_tiles): the largest waves x area against the plan's at which they
+// are taken, k-grouped (FP8) and dense.
 constexpr double kThreeWarpgroupGroupedBound = 1.05;
 constexpr double kThreeWarpgroupDenseBound = 0.92;
 constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
@@ -378,8 +378,8 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
       kernels::sm90::gemm_three_warpgroups_supported(recipe, static_cast<int>(layout), c.block_n) && c.k_splits == 1;
   if (c.block_m == 192 && !three_warpgroups_ok) {
     config_fail(
-        "192-row tiles (three math warpgroups) need recipe (1,1,128), block_n a multiple of 32 up to 128 and no K "
-        "split, so far",
+        "192-row tiles (three math warpgroups) need FP32 D (recipe (1,1,128), or BF16 with FP32 D), the dense or "
+        "k-grouped layout, block_n a multiple of 32 up to 128 and no K split, so far",
         c);
   }
   if (c.block_m != 64 && c.block_m != 128 && c.block_m != 192 && c.block_m != 256) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "common/gpu_support.hpp"
 #include "moegemm/moegemm.hpp"
 #include "plan/gemm_plan.hpp"
 #include "sm90/gemm_params.cuh"
@@ -492,6 +493,36 @@ TEST(Fp8Plan, OverridesAreChecked) {
   c.stages = 3;
   c.cluster_m = 2;  // 256-row tiles share A, not B, so far
   EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
+  // 192-row tiles (three math warpgroups): FP32 D only, block_n a multiple of 32 up to 128.
+  auto rule_of = [](auto&& check) {
+    try {
+      check();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const KernelConfig three = testing::tile_config(192, 128, 128, 3);
+  EXPECT_NO_THROW(plan::check_fp8_1d1d_config(three));
+  EXPECT_NE(rule_of([&] { plan::check_fp8_1d2d_config(three, kernels::GroupedKind::kDense); }).find("192-row tiles"),
+            std::string::npos);
+  EXPECT_NE(rule_of([&] { plan::check_fp8_1d1d_config(testing::tile_config(192, 160, 128, 3)); }).find("192-row tiles"),
+            std::string::npos);
+  EXPECT_NE(rule_of([&] { plan::check_fp8_1d1d_config(testing::tile_config(192, 112, 128, 3)); }).find("192-row tiles"),
+            std::string::npos);
+  const KernelConfig bf16_three = testing::tile_config(192, 128, 64, 3);
+  EXPECT_NO_THROW(plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 3,
+                                          kernels::GroupedKind::kKGrouped));
+  EXPECT_NE(rule_of([&] {
+              plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16, 0, kernels::GroupedKind::kDense);
+            }).find("192-row tiles"),
+            std::string::npos);
+  EXPECT_NE(rule_of([&] {
+              plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 0,
+                                      kernels::GroupedKind::kMasked);
+            }).find("192-row tiles"),
+            std::string::npos);
 }
 
 TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {
