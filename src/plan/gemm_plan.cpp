@@ -311,7 +311,7 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
 KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe) {
   using kernels::sm90::GemmRecipe;
   const bool fp8 = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
-  if ((!fp8 && recipe != static_cast<int>(GemmRecipe::kBf16Fp32)) || (!fp8 && hint.num_groups > 1)) return config;
+  if (!fp8 && (recipe != static_cast<int>(GemmRecipe::kBf16Fp32) || hint.num_groups > 1)) return config;
   if (config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) return config;
   // A tile's time on its SM goes with its area (the tensor work) and the call's with its waves: compare waves x area.
   auto work = [&](int block_m, int block_n) {

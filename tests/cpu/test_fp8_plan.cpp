@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/gpu_support.hpp"
+#include "test_validate_common.hpp"
 #include "moegemm/moegemm.hpp"
 #include "plan/gemm_plan.hpp"
 #include "sm90/gemm_params.cuh"
@@ -247,7 +248,7 @@ TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
 
 TEST(Fp8Plan, WeightGradientsTake192RowTilesWhereMeasured) {
   // Three math warpgroups (docs/results/2026-12-04-three-warpgroups.md): every k-grouped row of the suite on
-  // 192x128 (5-13% faster than 128x160), and the two dense rows where a 192-row tile saves a partial wave.
+  // 192x128 (7% faster than 128x160 on average, -1% to +13% per row), and the two dense rows where a 192-row tile saves a partial wave.
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   auto expect_tile = [&](const plan::ShapeHint& hint, int block_m, int block_n, int stages) {
     const KernelConfig c = plan::choose_fp8_1d1d_config(hint, 132);
@@ -494,35 +495,19 @@ TEST(Fp8Plan, OverridesAreChecked) {
   c.cluster_m = 2;  // 256-row tiles share A, not B, so far
   EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
   // 192-row tiles (three math warpgroups): FP32 D only, block_n a multiple of 32 up to 128.
-  auto rule_of = [](auto&& check) {
-    try {
-      check();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   const KernelConfig three = testing::tile_config(192, 128, 128, 3);
   EXPECT_NO_THROW(plan::check_fp8_1d1d_config(three));
-  EXPECT_NE(rule_of([&] { plan::check_fp8_1d2d_config(three, kernels::GroupedKind::kDense); }).find("192-row tiles"),
-            std::string::npos);
-  EXPECT_NE(rule_of([&] { plan::check_fp8_1d1d_config(testing::tile_config(192, 160, 128, 3)); }).find("192-row tiles"),
-            std::string::npos);
-  EXPECT_NE(rule_of([&] { plan::check_fp8_1d1d_config(testing::tile_config(192, 112, 128, 3)); }).find("192-row tiles"),
-            std::string::npos);
+  EXPECT_INVALID(plan::check_fp8_1d2d_config(three, kernels::GroupedKind::kDense), "192-row tiles");
+  EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 160, 128, 3)), "192-row tiles");
+  EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 112, 128, 3)), "192-row tiles");
   const KernelConfig bf16_three = testing::tile_config(192, 128, 64, 3);
   EXPECT_NO_THROW(plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 3,
                                           kernels::GroupedKind::kKGrouped));
-  EXPECT_NE(rule_of([&] {
-              plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16, 0, kernels::GroupedKind::kDense);
-            }).find("192-row tiles"),
-            std::string::npos);
-  EXPECT_NE(rule_of([&] {
-              plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 0,
-                                      kernels::GroupedKind::kMasked);
-            }).find("192-row tiles"),
-            std::string::npos);
+  EXPECT_INVALID(plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16, 0, kernels::GroupedKind::kDense),
+                 "192-row tiles");
+  EXPECT_INVALID(
+      plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 0, kernels::GroupedKind::kMasked),
+      "192-row tiles");
 }
 
 TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {

@@ -138,11 +138,8 @@ TEST(Fp8WgradStagedGpu, BitwiseEqualAcrossCallsAndConfigurations) {
   for (int bm : {64, 128, 192}) {
     for (int bn : {16, 64, 96, 128, 160}) {
       if (bm == 192 && bn != 96 && bn != 128) continue;  // three warpgroups: block_n 96 or 128 (multiples of 32)
-      KernelConfig cfg;
-      cfg.block_m = bm;
-      cfg.block_n = bn;
-      cfg.stages = 3;  // fits every tile here, including 128x160 and 192x128 with their FP32 staging buffers
-      cfg.math_warpgroups = math_warpgroups_for(bm);
+      // 3 stages fit every tile here, including 128x160 and 192x128 with their FP32 staging buffers.
+      const KernelConfig cfg = testing::tile_config(bm, bn, 128, 3);
       for (int rep = 0; rep < 2; ++rep) {
         std::vector<float> got;
         run_case(300, 320, 768, CMode::kDistinct, &cfg, &got);
