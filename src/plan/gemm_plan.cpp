@@ -33,7 +33,7 @@ constexpr int kBlockMs[] = {64, 128, 256};
 // are taken, k-grouped (FP8) and dense.
 constexpr double kThreeWarpgroupGroupedBound = 1.05;
 constexpr double kThreeWarpgroupDenseBound = 0.92;
-constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 192};
+constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 176, 192};
 
 }  // namespace
 

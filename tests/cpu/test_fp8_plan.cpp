@@ -96,6 +96,21 @@ TEST(Bf16Plan, TallTilesWhereTheModelAndTheMeasurementAgree) {
             128);
 }
 
+// N = 2112 with BF16 D, with and without C: 128x176 (12 column tiles, 384 tiles, 2.91 waves of 132) instead of
+// 128x192 (11 tiles, 352, 2.67 waves: three waves either way, of larger tiles). Measured 4.8-5.8% faster
+// (docs/results/2026-12-04-what-bounds-the-k-loop.md, run 7). FP8 (1,128,128) never takes 176: at some column
+// offsets such a tile touches three of B's 128-column scale blocks.
+TEST(Bf16Plan, NarrowerTilesFill2112Columns) {
+  using kernels::sm90::GemmRecipe;
+  for (GemmRecipe r : {GemmRecipe::kBf16, GemmRecipe::kBf16AddC}) {
+    const KernelConfig c = plan::choose_bf16_config({4096, 2112, 7168, 1}, 132, r, 16, kernels::GroupedKind::kDense);
+    EXPECT_EQ(c.block_m, 128) << c.to_string();
+    EXPECT_EQ(c.block_n, 176) << c.to_string();
+  }
+  EXPECT_FALSE(kernels::sm90::gemm_block_n_supported(static_cast<int>(GemmRecipe::kFp8_1d2d), 176));
+  EXPECT_NE(plan::choose_fp8_1d2d_config({4096, 2112, 7168, 1}, 132, false, kernels::GroupedKind::kDense).block_n, 176);
+}
+
 // The row-to-group kernel runs 256-row tiles when forced (the device tests do), but the planner keeps them off that
 // layout: measured 3-13% slower than 128x192 on the contiguous idx rows, where group ends gains from them. The public
 // query plans the layout it is given.

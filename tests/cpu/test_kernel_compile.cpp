@@ -129,6 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
         // BF16 D = C + A B^T (dense): the widest tile (C's loads on top of 96 accumulators), MN-major operands,
         // the narrowest tile.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 4}, Case{128, 192, kernels::GroupedKind::kDense, 1, 4, 3},
+        // BF16 128x176 (N = 2112 in 12 tiles; stores without TMA, block_n not a multiple of 64), with and without C.
+        Case{128, 176, kernels::GroupedKind::kDense, 1, 2}, Case{128, 176, kernels::GroupedKind::kDense, 1, 4},
         Case{64, 128, kernels::GroupedKind::kDense, 1, 4, 1}, Case{64, 16, kernels::GroupedKind::kDense, 1, 4},
         // 256-row tiles and TMA stores on the grouped layouts: both contiguous forms and masked, FP8 and BF16.
         Case{256, 128, kernels::GroupedKind::kContiguousGroupEnds}, Case{256, 128, kernels::GroupedKind::kMasked},

@@ -504,7 +504,8 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
   const int m = 600, n = 392, k = 584;
   const KernelConfig pair_m = bf16_config(128, 192, 4, 2), pair_m_narrow = bf16_config(64, 128, 6, 2),
                      tall = bf16_config(256, 128, 3), tall_pair_n = bf16_config(256, 128, 3, 1, 2),
-                     pair_n = bf16_config(128, 128, 4, 1, 2), wide = bf16_config(128, 256, 3);
+                     pair_n = bf16_config(128, 128, 4, 1, 2), wide = bf16_config(128, 256, 3),
+                     narrow_176 = bf16_config(128, 176, 4);  // N = 392: two whole tiles and 40 columns
   struct Run {
     const KernelConfig* config;
     const char* name;
@@ -512,7 +513,8 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
   };
   const Run runs[] = {{&pair_m, "128x192 2x1", true, false},  {&pair_m_narrow, "64x128 2x1", true, false},
                       {&tall, "256x128", true, true},          {&tall_pair_n, "256x128 1x2", false, true},
-                      {&pair_n, "128x128 1x2", false, true},   {&wide, "128x256", true, true}};
+                      {&pair_n, "128x128 1x2", false, true},   {&wide, "128x256", true, true},
+                      {&narrow_176, "128x176", true, false}};
   for (int form = 0; form < 4; ++form) {
     const bool a_mn = form & 1, b_mn = form & 2;
     std::mt19937 rng(700 + form);
@@ -656,11 +658,13 @@ TEST(Bf16ForcedConfigsGpu, KSplitMatchesTheOracleAndRepeatsBitwise) {
   }
 }
 
-// C's loads per wave of a 256-row tile, and C through a pair of CTAs.
+// C's loads per wave of a 256-row tile, C through a pair of CTAs, and C on a 128x176 tile (stores without TMA).
 TEST(Bf16ForcedConfigsGpu, TallTilesAndPairsWithCMatchTheRoundedOracle) {
   MOEGEMM_REQUIRE_GPU();
-  const KernelConfig tall = bf16_config(256, 128, 3), pair_m = bf16_config(128, 192, 4, 2);
+  const KernelConfig tall = bf16_config(256, 128, 3), pair_m = bf16_config(128, 192, 4, 2),
+                     narrow_176 = bf16_config(128, 176, 4);
   run_add_c(AddCCase{600, 392, 584, false, false, &tall}, 800, "256x128");
+  run_add_c(AddCCase{600, 392, 584, false, false, &narrow_176}, 803, "128x176");
   run_add_c(AddCCase{600, 384, 584, true, true, &tall}, 801, "256x128, TT");
   run_add_c(AddCCase{600, 392, 584, false, false, &pair_m}, 802, "128x192 2x1");
 }
