@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     std::cout << "moegemm-bench: no CUDA device: " << problem << "\n";
     return kExitNoDevice;
   }
-  const RunInfo info = run_info(options, prop, argc, argv);
+  RunInfo info = run_info(options, prop, argc, argv);
   if (options.probe) {
     std::cout << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, compute capability "
               << info.cc_major << "." << info.cc_minor << ", driver " << info.driver_version << ", runtime "
@@ -243,6 +243,7 @@ int main(int argc, char** argv) {
   bool context_lost = false;
   try {
     Runner runner(options.settings);
+    info.clock_sampling = runner.clock_sampling();
     for (const Case& c : cases) {
       results.push_back(runner.run(c));
       print_progress(std::cerr, results.back());

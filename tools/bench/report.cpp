@@ -92,6 +92,11 @@ std::string timing_json(const Timing& t, double flops, double bytes) {
     os << ", \"median_us\": " << json_number(t.median_us) << ", \"min_us\": " << json_number(t.min_us)
        << ", \"max_us\": " << json_number(t.max_us) << ", \"tflops\": " << json_number(tflops(flops, t))
        << ", \"gbps\": " << json_number(gbps(bytes, t));
+    if (t.clock.samples > 0) {
+      os << ", \"clock\": {\"samples\": " << t.clock.samples << ", \"sm_mhz_mean\": " << json_number(t.clock.sm_mhz_mean)
+         << ", \"sm_mhz_min\": " << json_number(t.clock.sm_mhz_min) << ", \"sm_mhz_max\": "
+         << json_number(t.clock.sm_mhz_max) << ", \"power_w_mean\": " << json_number(t.clock.power_w_mean) << "}";
+    }
   }
   os << "}";
   return os.str();
@@ -125,6 +130,10 @@ void print_progress(std::ostream& os, const CaseResult& r) {
     os << ", " << b.name << " " << time_cell(b);
     if (b.ok()) os << " us " << tflops_text(tflops(r.flops, b)) << " TFLOPS";
     if (!b.ok() && !b.detail.empty()) os << " (" << b.detail << ")";
+  }
+  if (r.moegemm.ok() && r.moegemm.clock.samples > 0) {
+    os << ", SM clock " << fixed(r.moegemm.clock.sm_mhz_mean, 0) << " MHz, " << fixed(r.moegemm.clock.power_w_mean, 0)
+       << " W";
   }
   os << ", check " << check_cell(r);
   if (!r.check.detail.empty()) os << " [" << r.check.detail << "]";
@@ -226,7 +235,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
      << ",\n  \"device\": {\"name\": " << json_string(info.device_name) << ", \"sm_count\": " << info.sm_count
      << ", \"compute_capability\": \"" << info.cc_major << "." << info.cc_minor
      << "\", \"clock_khz\": " << info.clock_khz << ", \"memory_clock_khz\": " << info.memory_clock_khz
-     << ", \"l2_bytes\": " << info.l2_bytes << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version
+     << ", \"l2_bytes\": " << info.l2_bytes << ", \"clock_sampling\": " << json_string(info.clock_sampling) << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version
      << ", \"driver\": " << info.driver_version << ", \"cublaslt\": " << info.cublaslt_version
      << "},\n  \"probes\": [";
   bool first_probe = true;

@@ -18,6 +18,7 @@ struct RunInfo {
   long long l2_bytes = 0;
   int runtime_version = 0, driver_version = 0;
   long long cublaslt_version = 0;
+  std::string clock_sampling;  // Runner::clock_sampling()
   std::string commit;
   std::string command_line;
   unsigned long long seed = 0;

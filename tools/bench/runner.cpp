@@ -130,6 +130,9 @@ Runner::Runner(const RunSettings& settings) : settings_(settings) {
   if (cublasLtCreate(&lt_) != CUBLAS_STATUS_SUCCESS) throw CudaFailure("cublasLtCreate failed");
   workspace_.allocate(kLtWorkspaceBytes);
   flush_.allocate(kFlushBytes);
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  sampler_ = std::make_unique<ClockSampler>(device);
 }
 
 Runner::~Runner() {
@@ -159,7 +162,8 @@ struct TimedCall {
 // flush and between its own pair of events; the median per implementation. With one implementation this is the
 // default timing; with several (--interleave) they alternate call by call, so that clock changes under load (the
 // power cap, docs/results/2026-12-03-rtg-tall-and-power.md) reach all of them alike.
-void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const RunSettings& settings, void* flush) {
+void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const RunSettings& settings, void* flush,
+                ClockSampler& sampler) {
   if (calls.empty()) return;
   const int iters = std::max(settings.iters, 1);
   std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters) * calls.size(), nullptr);
@@ -177,6 +181,18 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   auto event = [&](std::size_t j, int i, int end) { return events[(j * iters + i) * 2 + end]; };
+  sampler.start();
+  struct StopSampling {  // also when a CUDA call throws
+    ClockSampler& sampler;
+    ClockSample sample;
+    bool stopped = false;
+    ClockSample stop() {
+      if (!stopped) sample = sampler.stop();
+      stopped = true;
+      return sample;
+    }
+    ~StopSampling() { stop(); }
+  } sampling{sampler, {}, false};
   for (int i = 0; i < iters; ++i) {
     for (std::size_t j = 0; j < calls.size(); ++j) {
       CUDA_CHECK(cudaMemsetAsync(flush, (i + static_cast<int>(j)) & 0xff, kFlushBytes, stream));
@@ -186,7 +202,9 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
     }
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  const ClockSample clock = sampling.stop();
   for (std::size_t j = 0; j < calls.size(); ++j) {
+    calls[j].out->clock = clock;
     std::vector<double> us(static_cast<std::size_t>(iters));
     for (int i = 0; i < iters; ++i) {
       float ms = 0;
@@ -334,7 +352,7 @@ CaseResult Runner::run(const Case& c) {
         result.moegemm.status = "pending";
         deferred.push_back({p.call, &result.moegemm});
       } else {
-        time_calls({{p.call, &result.moegemm}}, stream_, settings_, flush_.get());
+        time_calls({{p.call, &result.moegemm}}, stream_, settings_, flush_.get(), *sampler_);
       }
     } catch (const moegemm::Error& e) {
       result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
@@ -391,7 +409,7 @@ CaseResult Runner::run(const Case& c) {
           deferred.push_back({call, &result.baselines.back()});
           continue;
         }
-        time_calls({{call, &timing}}, stream_, settings_, flush_.get());
+        time_calls({{call, &timing}}, stream_, settings_, flush_.get(), *sampler_);
       } catch (const CudaFailure& e) {
         timing.status = "error";
         timing.detail = e.what();
@@ -414,7 +432,7 @@ CaseResult Runner::run(const Case& c) {
         fail_all("not run, the CUDA context was lost");
       } else {
         try {
-          time_calls(deferred, stream_, settings_, flush_.get());
+          time_calls(deferred, stream_, settings_, flush_.get(), *sampler_);
         } catch (const std::exception& e) {
           fail_all(e.what());
           note_failure(std::string("interleaved timing: ") + e.what());

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "clock_sampler.hpp"
 #include "cuda_check.hpp"
 #include "moegemm/config.hpp"
 #include "suites.hpp"
@@ -23,6 +25,8 @@ struct Timing {
   std::string status = "-";  // "ok", "not built", "n/a", "error", "-" (not run)
   std::string detail;        // why not ok
   double median_us = 0, min_us = 0, max_us = 0;
+  // The SM clock and power while the calls were timed (with --interleave, shared by all of a row's implementations).
+  ClockSample clock;
   bool ok() const { return status == "ok"; }
 };
 
@@ -82,6 +86,10 @@ class Runner {
   bool context_lost() const { return !context_error_.empty(); }
   const std::string& context_error() const { return context_error_; }
   const std::map<std::string, ProbeVerdict>& probes() const { return probes_; }
+  // "nvml", or why the rows carry no clock samples.
+  std::string clock_sampling() const {
+    return sampler_->available() ? std::string("nvml") : "unavailable: " + sampler_->unavailable();
+  }
 
  private:
   const ProbeVerdict& probe(const BaselineSpec& spec);
@@ -96,6 +104,7 @@ class Runner {
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_;
   DeviceBuffer flush_;
+  std::unique_ptr<ClockSampler> sampler_;
 };
 
 }  // namespace moegemm::bench
