@@ -264,6 +264,7 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
   KernelConfig config = plan::choose_bf16_config(hint, sms, recipe, block_n_multiple, layout);
   const bool fp32_out = kernels::sm90::recipe_has_fp32_out(static_cast<int>(recipe));
   if (layout == kernels::GroupedKind::kDense) {
+    config = plan::with_short_k_c_tiles(config, hint, sms, static_cast<int>(recipe), layout);
     if (!(mn_major & 2) && !fp32_out) config = plan::with_measured_pair_cluster(config, hint);
     config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, block_n_multiple);
     // (K-major A and B only: no 128-row split has run with an MN-major operand on the device.)

@@ -308,6 +308,18 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
   return with_three_warpgroup_tiles(config, hint, num_sms, kRecipe);
 }
 
+KernelConfig with_short_k_c_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe,
+                                  kernels::GroupedKind layout) {
+  if (recipe != static_cast<int>(kernels::sm90::GemmRecipe::kBf16AddC) || layout != kernels::GroupedKind::kDense ||
+      hint.k > kShortKWithCMaxK || config.block_m != 256 || config.block_n != 128 || config.cluster_m != 1 ||
+      config.cluster_n != 1 || config.k_splits != 1) {
+    return config;
+  }
+  const double planned = static_cast<double>(gemm_waves_of(hint, 256, 128, 1, num_sms)) * 256 * 128;
+  const double shorter = static_cast<double>(gemm_waves_of(hint, 128, 192, 1, num_sms)) * 128 * 192;
+  return shorter <= 1.02 * planned ? retiled(config, 128, 192, 1, recipe, layout) : config;
+}
+
 KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe) {
   using kernels::sm90::GemmRecipe;
   const bool fp8 = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);

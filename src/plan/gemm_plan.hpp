@@ -78,6 +78,15 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 // won only where they saved a partial wave. Returns `config` otherwise (other recipes, clusters, K splits, BF16 k-grouped).
 KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe);
 
+// BF16 D = C + A B^T (kBf16AddC), dense, K at most kShortKWithCMaxK: 128x192 (the deepest pipeline it holds)
+// instead of the model's 256x128, where its waves x tile area is at most 1.02 times the plan's. Such short tiles
+// spend much of their time reading C and storing D; 128x192 measured 2.6-4.4% faster on 24576 x 1536 and
+// 32768 x 512 at M = 4096 (four interleaved rounds) and 6% slower at K = 2048
+// (docs/results/2026-12-04-what-bounds-the-k-loop.md, runs 13-14). Returns `config` otherwise.
+inline constexpr int kShortKWithCMaxK = 1536;
+KernelConfig with_short_k_c_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe,
+                                  kernels::GroupedKind layout);
+
 // BF16 (no scales): the same model at the BF16 rate over the tiles that kernel supports. recipe: kBf16 (BF16 D),
 // kBf16Fp32 (FP32 D) or kBf16AddC (BF16 D = C + A B^T). block_n_multiple: 64 when B is MN-major (whole 64-wide
 // TMA boxes). layout: where 256-row tiles are candidates (gemm_tall_tile_supported) and D leaves through TMA

@@ -111,6 +111,26 @@ TEST(Bf16Plan, NarrowerTilesFill2112Columns) {
   EXPECT_NE(plan::choose_fp8_1d2d_config({4096, 2112, 7168, 1}, 132, false, kernels::GroupedKind::kDense).block_n, 176);
 }
 
+// BF16 D = C + A B^T at short K: 128x192 (4 stages) instead of 256x128, measured 2.6-4.4% faster at K = 1536 and 512
+// and 6% slower at K = 2048 (docs/results/2026-12-04-what-bounds-the-k-loop.md, runs 13-14). Without C, and at
+// longer K, the model's tile stays.
+TEST(Bf16Plan, ShortKWithCTakes128x192) {
+  using kernels::sm90::GemmRecipe;
+  constexpr auto kDense = kernels::GroupedKind::kDense;
+  auto planned = [&](const plan::ShapeHint& h, GemmRecipe r) {
+    return plan::with_short_k_c_tiles(plan::choose_bf16_config(h, 132, r, 16, kDense), h, 132, static_cast<int>(r),
+                                      kDense);
+  };
+  for (const plan::ShapeHint h : {plan::ShapeHint{4096, 24576, 1536, 1}, plan::ShapeHint{4096, 32768, 512, 1}}) {
+    const KernelConfig c = planned(h, GemmRecipe::kBf16AddC);
+    EXPECT_EQ(c.block_m, 128) << c.to_string();
+    EXPECT_EQ(c.block_n, 192) << c.to_string();
+    EXPECT_EQ(c.stages, 4) << c.to_string();
+    EXPECT_EQ(planned(h, GemmRecipe::kBf16).block_m, 256) << "without C the model's tile stays";
+  }
+  EXPECT_EQ(planned({4096, 7168, 2048, 1}, GemmRecipe::kBf16AddC).block_m, 256) << "K = 2048 measured slower";
+}
+
 // The row-to-group kernel runs 256-row tiles when forced (the device tests do), but the planner keeps them off that
 // layout: measured 3-13% slower than 128x192 on the contiguous idx rows, where group ends gains from them. The public
 // query plans the layout it is given.
