@@ -308,6 +308,16 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms) {
   return with_three_warpgroup_tiles(config, hint, num_sms, kRecipe);
 }
 
+namespace {
+
+// A tile's time on its SM goes with its area (the tensor work) and the call's with its waves: the rules below that
+// swap one tile for another compare waves x tile area.
+double waves_times_area(const ShapeHint& hint, int block_m, int block_n, int num_sms) {
+  return static_cast<double>(gemm_waves_of(hint, block_m, block_n, 1, num_sms)) * block_m * block_n;
+}
+
+}  // namespace
+
 KernelConfig with_short_k_c_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe,
                                   kernels::GroupedKind layout) {
   if (recipe != static_cast<int>(kernels::sm90::GemmRecipe::kBf16AddC) || layout != kernels::GroupedKind::kDense ||
@@ -315,9 +325,9 @@ KernelConfig with_short_k_c_tiles(KernelConfig config, const ShapeHint& hint, in
       config.cluster_n != 1 || config.k_splits != 1) {
     return config;
   }
-  const double planned = static_cast<double>(gemm_waves_of(hint, 256, 128, 1, num_sms)) * 256 * 128;
-  const double shorter = static_cast<double>(gemm_waves_of(hint, 128, 192, 1, num_sms)) * 128 * 192;
-  return shorter <= 1.02 * planned ? retiled(config, 128, 192, 1, recipe, layout) : config;
+  const bool shorter_fits =
+      waves_times_area(hint, 128, 192, num_sms) <= 1.02 * waves_times_area(hint, 256, 128, num_sms);
+  return shorter_fits ? retiled(config, 128, 192, 1, recipe, layout) : config;
 }
 
 KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe) {
@@ -325,11 +335,7 @@ KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hi
   const bool fp8 = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   if (!fp8 && (recipe != static_cast<int>(GemmRecipe::kBf16Fp32) || hint.num_groups > 1)) return config;
   if (config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) return config;
-  // A tile's time on its SM goes with its area (the tensor work) and the call's with its waves: compare waves x area.
-  auto work = [&](int block_m, int block_n) {
-    return static_cast<double>(gemm_waves_of(hint, block_m, block_n, 1, num_sms)) * block_m * block_n;
-  };
-  const double planned = work(config.block_m, config.block_n);
+  const double planned = waves_times_area(hint, config.block_m, config.block_n, num_sms);
   // Measured (docs/results/2026-12-04-three-warpgroups.md, runs 2, 3 and 6): FP8 k-grouped 192x128 ran 7% faster
   // than 128x160 (geomean; -1% to +13% per row) at 0.96-1.04x the waves x area. On dense rows 192-row tiles ran 2-14%
   // slower (FP8) and 7-16% slower (BF16) at equal or more waves x area, and won only where they save a partial wave:
@@ -340,16 +346,17 @@ KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hi
   // Both widths run on both layouts of the recipe (the configuration is retiled as dense: the same shared memory).
   constexpr int kDense = static_cast<int>(kernels::GroupedKind::kDense);
   constexpr int kKGrouped = static_cast<int>(kernels::GroupedKind::kKGrouped);
-  static_assert(kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 96) &&
-                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 128) &&
-                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 96) &&
-                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 128) &&
-                kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kBf16Fp32), kDense, 128));
+  static_assert(
+      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 96) &&
+      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 128) &&
+      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 96) &&
+      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 128) &&
+      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kBf16Fp32), kDense, 128));
   // The wider tile first: on the FP8 k-grouped rows it beat 192x96 by 0-9%, also where its waves x area was larger.
   // (BF16: 192x128 only; 192x64 measured 11-47% slower but on 576 x 4096, and an MN-major B takes whole 64-wide boxes.)
   for (const int block_n : {128, 96}) {
     if (!fp8 && block_n != 128) continue;
-    if (work(192, block_n) <= bound * planned) {
+    if (waves_times_area(hint, 192, block_n, num_sms) <= bound * planned) {
       return retiled(config, 192, block_n, 1, recipe, kernels::GroupedKind::kDense);
     }
   }

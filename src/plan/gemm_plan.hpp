@@ -75,7 +75,8 @@ KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);
 // k-grouped FP8: hint.num_groups > 1) or kThreeWarpgroupDenseBound (0.92, dense) times the planned tile's. In recipe
 // (1,1,128) the three warpgroups keep WGMMAs queued while one promotes, which measured 7% faster (geomean) on the
 // k-grouped rows; on dense rows the 128-row tiles' deeper pipeline made up for that, and 192-row tiles (FP8 and BF16)
-// won only where they saved a partial wave. Returns `config` otherwise (other recipes, clusters, K splits, BF16 k-grouped).
+// won only where they saved a partial wave. Returns `config` otherwise (other recipes, clusters, K splits, BF16
+// k-grouped).
 KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hint, int num_sms, int recipe);
 
 // BF16 D = C + A B^T (kBf16AddC), dense, K at most kShortKWithCMaxK: 128x192 (the deepest pipeline it holds)
