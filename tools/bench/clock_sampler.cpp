@@ -65,7 +65,8 @@ ClockSampler::~ClockSampler() {
 }
 
 void ClockSampler::start() {
-  if (!available() || running_) return;
+  if (!available()) return;
+  stop();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     mhz_.clear();

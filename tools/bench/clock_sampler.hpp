@@ -31,7 +31,8 @@ class ClockSampler {
   const std::string& unavailable() const { return why_; }
 
   // Samples on a thread of its own from start() until stop(); stop() returns what it saw (no samples when
-  // unavailable, or when the span was shorter than one period).
+  // unavailable, or when the span was shorter than one period). start() first ends a span still running (one that a
+  // failed timing left open), so every span starts empty.
   void start();
   ClockSample stop();
 

@@ -93,9 +93,11 @@ std::string timing_json(const Timing& t, double flops, double bytes) {
        << ", \"max_us\": " << json_number(t.max_us) << ", \"tflops\": " << json_number(tflops(flops, t))
        << ", \"gbps\": " << json_number(gbps(bytes, t));
     if (t.clock.samples > 0) {
-      os << ", \"clock\": {\"samples\": " << t.clock.samples << ", \"sm_mhz_mean\": " << json_number(t.clock.sm_mhz_mean)
-         << ", \"sm_mhz_min\": " << json_number(t.clock.sm_mhz_min) << ", \"sm_mhz_max\": "
-         << json_number(t.clock.sm_mhz_max) << ", \"power_w_mean\": " << json_number(t.clock.power_w_mean) << "}";
+      os << ", \"clock\": {\"samples\": " << t.clock.samples
+         << ", \"sm_mhz_mean\": " << json_number(t.clock.sm_mhz_mean)
+         << ", \"sm_mhz_min\": " << json_number(t.clock.sm_mhz_min)
+         << ", \"sm_mhz_max\": " << json_number(t.clock.sm_mhz_max)
+         << ", \"power_w_mean\": " << json_number(t.clock.power_w_mean) << "}";
     }
   }
   os << "}";
@@ -235,9 +237,9 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
      << ",\n  \"device\": {\"name\": " << json_string(info.device_name) << ", \"sm_count\": " << info.sm_count
      << ", \"compute_capability\": \"" << info.cc_major << "." << info.cc_minor
      << "\", \"clock_khz\": " << info.clock_khz << ", \"memory_clock_khz\": " << info.memory_clock_khz
-     << ", \"l2_bytes\": " << info.l2_bytes << ", \"clock_sampling\": " << json_string(info.clock_sampling) << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version
-     << ", \"driver\": " << info.driver_version << ", \"cublaslt\": " << info.cublaslt_version
-     << "},\n  \"probes\": [";
+     << ", \"l2_bytes\": " << info.l2_bytes << ", \"clock_sampling\": " << json_string(info.clock_sampling)
+     << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version << ", \"driver\": " << info.driver_version
+     << ", \"cublaslt\": " << info.cublaslt_version << "},\n  \"probes\": [";
   bool first_probe = true;
   for (const auto& [key, verdict] : probes) {
     os << (first_probe ? "\n" : ",\n") << "    {\"baseline\": " << json_string(key)

@@ -182,17 +182,6 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
   CUDA_CHECK(cudaStreamSynchronize(stream));
   auto event = [&](std::size_t j, int i, int end) { return events[(j * iters + i) * 2 + end]; };
   sampler.start();
-  struct StopSampling {  // also when a CUDA call throws
-    ClockSampler& sampler;
-    ClockSample sample;
-    bool stopped = false;
-    ClockSample stop() {
-      if (!stopped) sample = sampler.stop();
-      stopped = true;
-      return sample;
-    }
-    ~StopSampling() { stop(); }
-  } sampling{sampler, {}, false};
   for (int i = 0; i < iters; ++i) {
     for (std::size_t j = 0; j < calls.size(); ++j) {
       CUDA_CHECK(cudaMemsetAsync(flush, (i + static_cast<int>(j)) & 0xff, kFlushBytes, stream));
@@ -202,7 +191,7 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
     }
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  const ClockSample clock = sampling.stop();
+  const ClockSample clock = sampler.stop();
   for (std::size_t j = 0; j < calls.size(); ++j) {
     calls[j].out->clock = clock;
     std::vector<double> us(static_cast<std::size_t>(iters));
