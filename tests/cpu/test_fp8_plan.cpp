@@ -283,7 +283,8 @@ TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
 
 TEST(Fp8Plan, WeightGradientsTake192RowTilesWhereMeasured) {
   // Three math warpgroups (docs/results/2026-12-04-three-warpgroups.md): every k-grouped row of the suite on
-  // 192x128 (7% faster than 128x160 on average, -1% to +13% per row), and the two dense rows where a 192-row tile saves a partial wave.
+  // 192x128 (7% faster than 128x160 on average, -1% to +13% per row), and the two dense rows where a 192-row tile
+  // saves a partial wave.
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   auto expect_tile = [&](const plan::ShapeHint& hint, int block_m, int block_n, int stages) {
     const KernelConfig c = plan::choose_fp8_1d1d_config(hint, 132);

@@ -175,9 +175,9 @@ TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
   run_row_to_group_mixed(nullptr, "bf16 contiguous");
 }
 
-// FP32 D of an m x n x k problem (K-major A and B), with `config` (nullptr: the planner's): D = A B^T into a
-// NaN-poisoned D, D = C + A B^T with C distinct from D, then with C aliasing D; each against the float64 oracle.
-// FP32 D with no C, C distinct and C aliasing D (the same bits as C distinct); A and B K-major unless a_mn / b_mn.
+// FP32 D of an m x n x k problem (A and B K-major unless a_mn / b_mn), with `config` (nullptr: the planner's):
+// D = A B^T into a NaN-poisoned D, D = C + A B^T with C distinct from D, then with C aliasing D (the same bits as C
+// distinct); each against the float64 oracle.
 void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config, const std::string& what,
                   bool a_mn = false, bool b_mn = false) {
   SCOPED_TRACE(what);
