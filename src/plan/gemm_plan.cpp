@@ -346,12 +346,12 @@ KernelConfig with_three_warpgroup_tiles(KernelConfig config, const ShapeHint& hi
   // Both widths run on both layouts of the recipe (the configuration is retiled as dense: the same shared memory).
   constexpr int kDense = static_cast<int>(kernels::GroupedKind::kDense);
   constexpr int kKGrouped = static_cast<int>(kernels::GroupedKind::kKGrouped);
+  constexpr int kFp8 = static_cast<int>(GemmRecipe::kFp8_1d1d), kBf16 = static_cast<int>(GemmRecipe::kBf16Fp32);
+  using kernels::sm90::gemm_three_warpgroups_supported;
   static_assert(
-      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 96) &&
-      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kDense, 128) &&
-      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 96) &&
-      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kFp8_1d1d), kKGrouped, 128) &&
-      kernels::sm90::gemm_three_warpgroups_supported(static_cast<int>(GemmRecipe::kBf16Fp32), kDense, 128));
+      gemm_three_warpgroups_supported(kFp8, kDense, 96) && gemm_three_warpgroups_supported(kFp8, kDense, 128) &&
+      gemm_three_warpgroups_supported(kFp8, kKGrouped, 96) && gemm_three_warpgroups_supported(kFp8, kKGrouped, 128) &&
+      gemm_three_warpgroups_supported(kBf16, kDense, 128));
   // The wider tile first: on the FP8 k-grouped rows it beat 192x96 by 0-9%, also where its waves x area was larger.
   // (BF16: 192x128 only; 192x64 measured 11-47% slower but on 576 x 4096, and an MN-major B takes whole 64-wide boxes.)
   for (const int block_n : {128, 96}) {

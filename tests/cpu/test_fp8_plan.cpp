@@ -353,8 +353,6 @@ TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
   EXPECT_EQ(plan::with_row_block_tiles(masked, grouped, kFp8, GroupedKind::kMasked).to_string(), masked.to_string());
 }
 
-// BF16 D on the m-grouped layouts: where the model plans a large tile, 128x256 (measured faster on those rows,
-// docs/results/2026-12-03-cublas-tiles.md, runs E and F); dense, FP32 D, small tiles and narrow N keep their plan.
 TEST(Bf16Plan, Fp32OutputTakes192RowTilesWhereTheySaveAPartialWave) {
   // BF16 with FP32 D (docs/results/2026-12-04-three-warpgroups.md, run 6): 192x128 on the two TN weight-gradient
   // rows where it saves a partial wave (576 x 4096: +26-27%, 2112 x 4096: +5-7%); the other rows and k-grouped keep
@@ -390,6 +388,8 @@ TEST(Bf16Plan, Fp32OutputTakes192RowTilesWhereTheySaveAPartialWave) {
   EXPECT_NE(plan_bf16_gemm(kq).block_m, 192);
 }
 
+// BF16 D on the m-grouped layouts: where the model plans a large tile, 128x256 (measured faster on those rows,
+// docs/results/2026-12-03-cublas-tiles.md, runs E and F); dense, FP32 D, small tiles and narrow N keep their plan.
 TEST(Bf16Plan, WideTilesForLargeGroupedTiles) {
   using kernels::GroupedKind;
   using kernels::sm90::GemmRecipe;

@@ -159,11 +159,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Fp8DenseGpu,
 
 // A configuration override: tile, stages and cluster (the warpgroups follow from block_m).
 KernelConfig tile_config(int block_m, int block_n, int stages, int cluster_m = 1, int cluster_n = 1) {
-  KernelConfig cfg;
-  cfg.block_m = block_m;
-  cfg.block_n = block_n;
-  cfg.stages = stages;
-  cfg.math_warpgroups = math_warpgroups_for(block_m);
+  KernelConfig cfg = testing::tile_config(block_m, block_n, 128, stages);
   cfg.cluster_m = cluster_m;
   cfg.cluster_n = cluster_n;
   return cfg;
@@ -533,14 +529,10 @@ TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
   for (int rows : {640, 600}) {
     for (const auto& [bm, bn, st] : {std::tuple{128, 128, 4}, std::tuple{64, 192, 6}, std::tuple{128, 192, 4},
                                      std::tuple{128, 96, 5}, std::tuple{256, 128, 3}, std::tuple{256, 64, 3}}) {
-      KernelConfig cfg;
-      cfg.block_m = bm;
-      cfg.block_n = bn;
-      cfg.stages = st;
-      cfg.math_warpgroups = math_warpgroups_for(bm);
+      const KernelConfig cfg = tile_config(bm, bn, st);
       const std::vector<int> head(index.begin(), index.begin() + rows);
-      const std::string what = "row to group " + std::to_string(bm) + "x" + std::to_string(bn) + ", M " +
-                               std::to_string(rows);
+      const std::string what =
+          "row to group " + std::to_string(bm) + "x" + std::to_string(bn) + ", M " + std::to_string(rows);
       run_contiguous_case(groups, 384, 384, head, false, rows, rng, what.c_str(), &cfg);
     }
   }
