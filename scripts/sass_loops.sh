@@ -3,8 +3,9 @@
 # Fp8KernelCompiles tests with MOEGEMM_TEST_CUBIN_DIR, disassembles each cubin with nvdisasm and prints, per kernel,
 # its ptxas spill line, a line when ptxas serialised its WGMMAs (warning C7518), its instruction and
 # convergence-barrier counts, and one line per compiled K block (from the stage wait to the WGMMA wait; an unrolled
-# loop shows one per block): instructions, WGMMAs, R2UR moves (descriptors built in vector registers instead of on
-# the uniform datapath) and local-memory accesses.
+# loop shows one per block; a tile's peeled first block, run once per tile, is marked as such: sass_k_blocks.awk):
+# instructions, WGMMAs, R2UR moves (descriptors built in vector registers instead of on the uniform datapath) and
+# local-memory accesses.
 # A K loop with R2UR or local memory, or a consumer spill, is a lead for the performance work
 # (docs/benchmarking.md, "Reading the compiled code").
 #
@@ -46,16 +47,7 @@ for cubin in "$OUT"/*.cubin; do
   # branch in an unrolled epilogue shows as dozens of them (docs/results/2026-12-03-rtg-tall-and-power.md).
   printf "  code: %d instructions, %d convergence barriers (BSSY)\n" \
     "$(grep -cE '^[[:space:]]+/\*[0-9a-f]+\*/' "$OUT/$name.sass")" "$(grep -c 'BSSY' "$OUT/$name.sass")"
-  awk '
-    /TRYWAIT/ { inloop = 1; n = 0; r2ur = 0; local = 0; gmma = 0 }
-    inloop && /\/\*[0-9a-f]+\*\// { n++ }
-    inloop && /R2UR/ { r2ur++ }
-    inloop && /(STL|LDL)/ { local++ }
-    inloop && /GMMA/ { gmma++ }
-    inloop && /DEPBAR/ {
-      if (gmma > 0) printf "  K loop: %d instructions to the WGMMA wait, %d WGMMA, %d R2UR, %d local\n", n, gmma, r2ur, local
-      inloop = 0
-    }
-  ' "$OUT/$name.sass" | sort | uniq -c
+  # One line per K block, marked as a K loop's or as a peeled once-per-tile block (scripts/sass_k_blocks.awk).
+  awk -f "$ROOT/scripts/sass_k_blocks.awk" "$OUT/$name.sass" | sort | uniq -c
 done
 echo "sass_loops: cubins, ptxas reports and listings in $OUT"

@@ -4,16 +4,20 @@
 # must not touch local memory (no consumer spill), and ptxas must not have serialised their WGMMAs (C7518). The
 # first two regressions have happened (docs/results/
 # 2026-12-03-kgrouped-c-rowgroup.md); neither changes a result, so only the SASS shows them.
-# Known exceptions, not checked here: the narrow 64-row decode tiles (block_n 16-64). The k-grouped kernels had 16
-# R2UR per K block while their epilogue stored FP32 D by threads; with D through TMA they have none, and one is checked.
-# The 256x128 FP8 tiles are not listed: their peeled first K block (the tile's setup) moves one or two descriptor
-# words through R2UR, once per tile; their unrolled steady-state blocks have none (scripts/sass_loops.sh shows both).
+# scripts/sass_loops.sh tells the K loop's blocks from a tile's peeled first block, which runs once per tile before
+# its K loop (the innermost loop around it holds the K loop). Every block of a K loop must have no R2UR. A peeled
+# block may move a few words through R2UR, once per tile (the loop's stage and phase, the coordinates of the tile's
+# C load), but fewer than two per WGMMA: rebuilding each WGMMA's descriptors in vector registers takes at least two
+# (the k-grouped kernels once had 16 per 4-WGMMA block). Neither kind may touch local memory.
+# Known exceptions, not checked here: the narrow 64-row decode tiles (block_n 16-64).
 # Usage: check_k_loops.sh BUILD_DIR. Exit 77 (CTest: skipped, with the reason printed) without nvdisasm.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${1:?usage: check_k_loops.sh BUILD_DIR}"
 CONFIGS=(
+  bm256_bn128_layout0_cm1_recipe0_mn0  # FP8 dense, the 256x128 tile (most M = 4096 rows)
   bm128_bn192_layout0_cm1_recipe0_mn0  # FP8 dense, the 128x192 tile (N = 2112 and 1536 at M = 4096)
+  bm256_bn128_layout2_cm1_recipe0_mn0  # FP8 contiguous, running sums, 256-row tile
   bm128_bn192_layout1_cm1_recipe0_mn0  # FP8 contiguous, row-to-group
   bm128_bn192_layout2_cm1_recipe0_mn0  # FP8 contiguous, running sums
   bm64_bn96_layout3_cm1_recipe0_mn0    # FP8 masked
@@ -38,8 +42,11 @@ echo "$LOOPS"
 kernels="$(grep -c '^sm90' <<< "$LOOPS")"
 loops="$(grep -c 'K loop:' <<< "$LOOPS")"
 bad="$(grep 'K loop:' <<< "$LOOPS" | grep -v ' 0 R2UR, 0 local')"
+peeled_bad="$(grep 'K block once per tile:' <<< "$LOOPS" |
+  awk '{ for (i = 1; i <= NF; i++) { if ($i == "WGMMA,") w = $(i - 1); if ($i == "R2UR,") r = $(i - 1); if ($i == "local") l = $(i - 1) }
+         if (r >= 2 * w || l > 0) print }')"
 if [ "$kernels" -ne "${#CONFIGS[@]}" ] || [ "$loops" -lt "${#CONFIGS[@]}" ]; then
-  echo "check_k_loops: expected ${#CONFIGS[@]} kernels with K loops, found $kernels kernels and $loops K loops"
+  echo "check_k_loops: expected ${#CONFIGS[@]} kernels with K loops, found $kernels kernels and $loops distinct K-loop blocks"
   exit 1
 fi
 if grep -q "serialised by ptxas" <<< "$LOOPS"; then
@@ -48,6 +55,11 @@ if grep -q "serialised by ptxas" <<< "$LOOPS"; then
 fi
 if [ -n "$bad" ]; then
   echo "check_k_loops: a K loop left the uniform datapath or spills (lines above with R2UR or local > 0)"
+  exit 1
+fi
+if [ -n "$peeled_bad" ]; then
+  echo "check_k_loops: a peeled first K block moves two or more words per WGMMA through R2UR, or touches local memory:"
+  echo "$peeled_bad"
   exit 1
 fi
 # The row-to-group kernel may branch a little more than group ends on the same tile (its pass loop and scan), not a
@@ -76,4 +88,4 @@ for k in layout0 layout2; do
     exit 1
   fi
 done
-echo "check_k_loops: ${#CONFIGS[@]} kernels, $loops K loops, all on the uniform datapath without local memory; row-to-group $rtg convergence barriers, group ends $ends"
+echo "check_k_loops: ${#CONFIGS[@]} kernels, $loops distinct K-loop blocks, all on the uniform datapath without local memory; row-to-group $rtg convergence barriers, group ends $ends"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# CTest: scripts/sass_k_blocks.awk on a made-up listing shaped like nvdisasm's (a persistent tile loop whose back
+# edge is unconditional, a peeled first block, a K loop with two blocks, one of them with an R2UR, and an
+# out-of-line wait retry whose back edge spans to the end). The check on the real kernels (check_k_loops.sh) relies
+# on this classification, so a wrong one must fail here.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+LISTING="$(mktemp)"
+trap 'rm -f "$LISTING"' EXIT
+cat > "$LISTING" <<'SASS'
+.L_x_1:
+        /*0000*/                   IMAD R1, R2, R3, RZ ;
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x100], R5 ;
+.L_x_9:
+        /*0020*/                   R2UR UR6, R7 ;
+        /*0030*/                   HGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], RZ, !UPT, gsb0 ;
+        /*0040*/                   R2UR UR7, R8 ;
+        /*0050*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+.L_x_2:
+        /*0060*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR6+0x100], R5 ;
+        /*0070*/                   HGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], R24, gsb0 ;
+        /*0080*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0090*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR6+0x108], R5 ;
+        /*00a0*/                   R2UR UR9, R10 ;
+        /*00b0*/                   HGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], R24, gsb0 ;
+        /*00c0*/                   LDL R11, [R1] ;
+        /*00d0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*00e0*/               @P1 BRA `(.L_x_2) ;
+        /*00f0*/                   STG.E [R12], R24 ;
+        /*0100*/                   BRA `(.L_x_1) ;
+.L_x_8:
+        /*0110*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x100], R5 ;
+        /*0120*/              @!P0 BRA `(.L_x_8) ;
+        /*0130*/                   BRA `(.L_x_9) ;
+SASS
+got="$(awk -f "$ROOT/scripts/sass_k_blocks.awk" "$LISTING")"
+want="  K block once per tile: 5 instructions to the WGMMA wait, 1 WGMMA, 2 R2UR, 0 local
+  K loop: 3 instructions to the WGMMA wait, 1 WGMMA, 0 R2UR, 0 local
+  K loop: 5 instructions to the WGMMA wait, 1 WGMMA, 1 R2UR, 1 local"
+if [ "$got" != "$want" ]; then
+  printf 'k_blocks_test: expected\n%s\ngot\n%s\n' "$want" "$got"
+  exit 1
+fi
+echo "k_blocks_test: peeled block and K loop blocks told apart"
