@@ -1,6 +1,6 @@
 // Epilogue helpers of the SM90 GEMM (sm90/gemm.cuh): the FP32-output store with C and BF16 C added before the
 // rounding, both from the accumulators in registers; BF16 D's row addressing; and C loaded into the TMA-store
-// staging buffers at a tile's start. (The staged stores, bounded or through TMA, live in the kernel: they share its
+// staging buffers early in a tile. (The staged stores, bounded or through TMA, live in the kernel: they share its
 // staging buffers, barriers and wave loop.)
 #pragma once
 

@@ -362,21 +362,29 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       // (params.reduce_min_k, kFp32ReduceMinK).
       const bool reduce_into_d =
           kFp32Tma && params.reduce_min_k > 0 && (kKGrouped ? w.k_len : prob.k) >= params.reduce_min_k;
-      if constexpr (kCPrefetch) {
-        // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run (load_c_into_staging), issued
-        // by the thread that tracks the stores: lane 0 of the first warp, elected in a warp-uniform branch, with the
-        // whole-warp shuffles before the election.
-        if ((!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
-            warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
-          const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w));
-          const int g0 = kKGrouped ? warp_uniform(w.group) : 0;
+      // The tile's C goes into this warpgroup's wave buffers while its WGMMAs run (load_c_into_staging), issued
+      // by the thread that tracks the stores: lane 0 of the first warp, elected in a warp-uniform branch, with the
+      // whole-warp shuffles before the election. It is issued once the tile's first K block's WGMMAs are out (or,
+      // without a K block, before the epilogue): its wait for the copy engine to have read the previous tile's D out
+      // of the buffers then overlaps them instead of holding the warpgroup at the tile's start (BF16
+      // 4096 x 32768 x 512 + C +8%, FP8 weight gradients +0.6-3%, long K level: docs/results/
+      // 2026-12-04-late-c-landed.md). The whole-warp shuffles run here, at the tile's start: in the first K block
+      // they made ptxas build that block's WGMMA descriptors in vector registers.
+      const bool c_issuer = kCPrefetch && (!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
+                            warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+      const int c_n0 = warp_uniform(w.n_begin), c_r0 = warp_uniform(box_row(w));
+      const int c_g0 = kKGrouped ? warp_uniform(w.group) : 0;
+      // One pass per tile (row-to-group tiles, which can take several, load no C): the load is issued once.
+      static_assert(!(kCPrefetch && kRowToGroup));
+      auto issue_c_prefetch = [&]() {
+        if (c_issuer) {
           if (elect_one()) {
             load_c_into_staging<kBlockN, kWaves, kWaveRows, kFp32Out ? 4 : 2, kKGrouped>(params, c_bar_addr,
-                                                                                      d_stage_addr, n0, r0, g0);
+                                                                                      d_stage_addr, c_n0, c_r0, c_g0);
           }
           __syncwarp();
         }
-      }
+      };
       for (int first = 1;; first = 0) {
         const int g = passes.current;
         const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
@@ -386,6 +394,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         // at compile time, the zeroing below disappears from their code.
         constexpr bool kAlwaysK = !kRowToGroup && !kKGrouped && kSplitK == 1;
         const bool any_k = kAlwaysK || (g >= 0 && kb_first < kb_end);
+        if constexpr (kCPrefetch) {
+          if (!any_k) issue_c_prefetch();  // no K block to issue it after: the epilogue stores C alone
+        }
         // FP8: the tile's first K block can set the result (kAssign), so that it needs no zeroing per tile
         // (one register-zeroing instruction per two accumulators, between two tiles' WGMMAs). BF16's first WGMMA
         // ignores it too (scale-d 0) but reads its registers: without the zeroing the previous tile's result would
@@ -415,7 +426,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             constexpr int kSplit = decltype(split_constant)::value;
             // One K block; kAssign (FP8, the tile's first block) sets result instead of adding to it.
             auto k_block = [&](int kb, auto assign_constant) {
-              constexpr bool kAssign = decltype(assign_constant)::value != 0;
+              constexpr bool kAssign = decltype(assign_constant)::value == 1;
+              // kCPrefetch: the tile's first block, which issues the tile's C load after its WGMMAs.
+              constexpr bool kIssueC = decltype(assign_constant)::value == 2;
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
@@ -458,6 +471,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   }
                 }
                 wgmma_commit();
+                if constexpr (kIssueC) issue_c_prefetch();
 #pragma unroll
                 for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
                 // Deferred: this block's WGMMAs stay in flight; the previous block's are done and its stage is free.
@@ -487,6 +501,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                     wgmma_e4m3<kBlockN>(acc, desc_a, desc_b, kk > 0 ? 1 : 0);
                   }
                   wgmma_commit();
+                  if constexpr (kIssueC) issue_c_prefetch();
                   fence_registers(acc);
                   wgmma_wait<0>();
                   fence_registers(acc);
@@ -507,7 +522,18 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
               }
             };
-            if constexpr (kUnrollK > 1) {  // K blocks per iteration: fp8_k_loop_unroll
+            if constexpr (kCPrefetch) {
+              // The first block issues the tile's C load (issue_c_prefetch). (C is added to FP32 or BF16 results,
+              // never to an FP8 (1,128,128) tile's, so no block sets the result here.)
+              static_assert(!kFirstBlockSets);
+              k_block(kb_first, IntConstant<2>{});
+              if constexpr (kUnrollK > 1) {
+#pragma unroll kUnrollK
+                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              } else {
+                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              }
+            } else if constexpr (kUnrollK > 1) {  // K blocks per iteration: fp8_k_loop_unroll
               if constexpr (!kFirstBlockSets) {
 #pragma unroll kUnrollK
                 for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});

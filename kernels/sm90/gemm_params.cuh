@@ -213,7 +213,7 @@ MOEGEMM_HD constexpr bool gemm_three_warpgroups_supported(int recipe, int kind, 
 }
 
 // FP32 D (weight gradients, D = C + A B^T) through TMA, dense and k-grouped, on tiles of whole 32-column boxes: C's
-// tile is loaded by TMA into the staging buffer at the tile's start (its bytes arrive while the WGMMAs run), the
+// tile is loaded by TMA into the staging buffer early in the tile (its bytes arrive while the WGMMAs run), the
 // epilogue adds the accumulators to it in shared memory and hands the sum to the copy engine. Before, each thread
 // loaded C and stored D itself after the mainloop: 8 bytes per output in and out with no tensor work to hide them,
 // which bounds the short-K and many-expert shapes (G = 16 k-grouped moves C and D 16 times). The descriptors are
@@ -253,9 +253,9 @@ MOEGEMM_HD constexpr int tma_staging_offset(int row, int col) {
 }
 
 // D = C + A B^T on a tile that stores D through TMA (BF16 D with C; FP32 D when the call adds C): the copy engine
-// loads C's tile into the staging buffers while the tile's WGMMAs run (issued at the tile's start), and the epilogue
-// adds it from shared memory. Without it each thread loads its C values from global memory in the epilogue, two
-// dependent round trips that no tensor work overlaps (C is as many bytes as D).
+// loads C's tile into the staging buffers while the tile's WGMMAs run (issued after its first K block's), and the
+// epilogue adds it from shared memory. Without it each thread loads its C values from global memory in the
+// epilogue, two dependent round trips that no tensor work overlaps (C is as many bytes as D).
 MOEGEMM_HD constexpr bool recipe_prefetches_c(int recipe) {
   return recipe == static_cast<int>(GemmRecipe::kBf16AddC) || recipe_has_fp32_out(recipe);
 }
