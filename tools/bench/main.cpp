@@ -43,7 +43,7 @@ const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
-    "                     [--rows TEXT] [--interleave] [--list] [--probe]\n"
+    "                     [--rows TEXT] [--interleave] [--kernel-time] [--list] [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -53,6 +53,9 @@ const char* kUsage =
     "  --warmup N       untimed calls before timing (default 3)\n"
     "  --interleave     time moegemm and the baselines call by call in turn, each call after its own L2\n"
     "                   flush, so that all run at the same clocks (default: each in a block of its own)\n"
+    "  --kernel-time    also report each implementation's kernel time (GPU start of its first kernel to\n"
+    "                   end of its last, CUPTI records), which leaves out the launch and event overhead\n"
+    "                   that the CUDA-event time includes (the way a profiler measures; needs libcupti)\n"
     "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
     "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too,\n"
@@ -130,6 +133,8 @@ Options parse(int argc, char** argv) {
       o.settings.config = parse_config(value());
     } else if (arg == "--interleave") {
       o.settings.interleave = true;
+    } else if (arg == "--kernel-time") {
+      o.settings.kernel_time = true;
     } else if (arg == "--print-config") {
       o.settings.print_config = true;
     } else if (arg == "--json") {
@@ -244,6 +249,8 @@ int main(int argc, char** argv) {
   try {
     Runner runner(options.settings);
     info.clock_sampling = runner.clock_sampling();
+    info.kernel_timing = runner.kernel_timing();
+    if (options.settings.kernel_time) std::cerr << "moegemm-bench: kernel time " << info.kernel_timing << "\n";
     for (const Case& c : cases) {
       results.push_back(runner.run(c));
       print_progress(std::cerr, results.back());

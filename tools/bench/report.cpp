@@ -37,6 +37,13 @@ bool speedup(const CaseResult& r, std::size_t baseline, double* out) {
 constexpr std::size_t kPlanWidth = 14;  // "128x192x4 c2x1", "64x16x16 k3"
 
 std::string time_cell(const Timing& t) { return t.ok() ? fixed(t.median_us, 1) : t.status; }
+// The timing with its kernel time (--kernel-time) as the median, for the TFLOPS and GB/s of the kernels alone.
+Timing with_kernel_time(const Timing& t) {
+  Timing k = t;
+  k.median_us = t.kernel_median_us;
+  k.min_us = t.kernel_min_us;
+  return k;
+}
 // Small-M rows run at a few TFLOPS: keep two significant digits there.
 std::string tflops_text(double v) { return fixed(v, v < 10 ? 2 : v < 100 ? 1 : 0); }
 std::string tflops_cell(double flops, const Timing& t) { return t.ok() ? tflops_text(tflops(flops, t)) : "-"; }
@@ -99,6 +106,15 @@ std::string timing_json(const Timing& t, double flops, double bytes) {
          << ", \"sm_mhz_max\": " << json_number(t.clock.sm_mhz_max)
          << ", \"power_w_mean\": " << json_number(t.clock.power_w_mean) << "}";
     }
+    if (t.kernel_status == "ok") {
+      const Timing kernel_only = with_kernel_time(t);
+      os << ", \"kernel_median_us\": " << json_number(t.kernel_median_us)
+         << ", \"kernel_min_us\": " << json_number(t.kernel_min_us)
+         << ", \"kernel_tflops\": " << json_number(tflops(flops, kernel_only))
+         << ", \"kernel_gbps\": " << json_number(gbps(bytes, kernel_only));
+    } else if (t.kernel_status != "-") {
+      os << ", \"kernel_time\": " << json_string(t.kernel_status);
+    }
   }
   os << "}";
   return os.str();
@@ -126,11 +142,17 @@ double gbps(double bytes, const Timing& t) { return t.ok() && t.median_us > 0 ? 
 void print_progress(std::ostream& os, const CaseResult& r) {
   os << "[" << r.c.suite << "] " << r.c.label();
   if (!r.note.empty()) os << " (" << r.note << ")";
+  auto kernel_text = [&](const Timing& t) {
+    if (!t.ok() || t.kernel_status == "-") return std::string();
+    if (t.kernel_status != "ok") return " (kernel time: " + t.kernel_status + ")";
+    return " (kernel " + fixed(t.kernel_median_us, 1) + " us, " + fixed(gbps(r.bytes, with_kernel_time(t)), 0) +
+           " GB/s)";
+  };
   os << ": moegemm " << time_cell(r.moegemm);
-  if (r.moegemm.ok()) os << " us " << tflops_text(tflops(r.flops, r.moegemm)) << " TFLOPS";
+  if (r.moegemm.ok()) os << " us " << tflops_text(tflops(r.flops, r.moegemm)) << " TFLOPS" << kernel_text(r.moegemm);
   for (const Timing& b : r.baselines) {
     os << ", " << b.name << " " << time_cell(b);
-    if (b.ok()) os << " us " << tflops_text(tflops(r.flops, b)) << " TFLOPS";
+    if (b.ok()) os << " us " << tflops_text(tflops(r.flops, b)) << " TFLOPS" << kernel_text(b);
     if (!b.ok() && !b.detail.empty()) os << " (" << b.detail << ")";
   }
   if (r.moegemm.ok() && r.moegemm.clock.samples > 0) {
@@ -238,6 +260,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
      << ", \"compute_capability\": \"" << info.cc_major << "." << info.cc_minor
      << "\", \"clock_khz\": " << info.clock_khz << ", \"memory_clock_khz\": " << info.memory_clock_khz
      << ", \"l2_bytes\": " << info.l2_bytes << ", \"clock_sampling\": " << json_string(info.clock_sampling)
+     << ", \"kernel_timing\": " << json_string(info.kernel_timing)
      << "},\n  \"cuda\": {\"runtime\": " << info.runtime_version << ", \"driver\": " << info.driver_version
      << ", \"cublaslt\": " << info.cublaslt_version << "},\n  \"probes\": [";
   bool first_probe = true;

@@ -19,6 +19,7 @@ struct RunInfo {
   int runtime_version = 0, driver_version = 0;
   long long cublaslt_version = 0;
   std::string clock_sampling;  // Runner::clock_sampling()
+  std::string kernel_timing;   // Runner::kernel_timing()
   std::string commit;
   std::string command_line;
   unsigned long long seed = 0;

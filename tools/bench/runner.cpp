@@ -133,6 +133,7 @@ Runner::Runner(const RunSettings& settings) : settings_(settings) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   sampler_ = std::make_unique<ClockSampler>(device);
+  if (settings_.kernel_time) kernel_timer_ = std::make_unique<KernelTimer>();
 }
 
 Runner::~Runner() {
@@ -158,12 +159,48 @@ struct TimedCall {
   Timing* out;
 };
 
+// The kernel time of each timed call (--kernel-time): `spans` holds the loop's kernels in the order they ran, and
+// `per_call[j]` kernels belong to each call of implementation j, round after round. Any other count (a kernel the
+// flush launched, say) leaves the timings without kernel time, saying why.
+void fill_kernel_times(const std::vector<KernelSpan>& spans, const std::vector<int>& per_call, int iters,
+                       const std::vector<Timing*>& outs) {
+  std::size_t expected = 0;
+  for (int n : per_call) expected += static_cast<std::size_t>(n) * iters;
+  if (std::find(per_call.begin(), per_call.end(), 0) != per_call.end()) {
+    for (Timing* t : outs) t->kernel_status = "no kernel recorded for a call";
+    return;
+  }
+  if (spans.size() != expected) {
+    for (Timing* t : outs) {
+      t->kernel_status = std::to_string(spans.size()) + " kernels recorded, " + std::to_string(expected) + " expected";
+    }
+    return;
+  }
+  std::vector<std::vector<double>> us(outs.size());
+  std::size_t next = 0;
+  for (int i = 0; i < iters; ++i) {
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      const KernelSpan& first = spans[next];
+      next += static_cast<std::size_t>(per_call[j]);
+      us[j].push_back(1e-3 * static_cast<double>(spans[next - 1].end_ns - first.start_ns));
+    }
+  }
+  for (std::size_t j = 0; j < outs.size(); ++j) {
+    std::sort(us[j].begin(), us[j].end());
+    const std::size_t mid = us[j].size() / 2;
+    outs[j]->kernel_median_us = us[j].size() % 2 == 1 ? us[j][mid] : 0.5 * (us[j][mid - 1] + us[j][mid]);
+    outs[j]->kernel_min_us = us[j].front();
+    outs[j]->kernel_status = "ok";
+  }
+}
+
 // Warm-up calls of each implementation, then `iters` rounds of one call of each in turn, every call after an L2
 // flush and between its own pair of events; the median per implementation. With one implementation this is the
 // default timing; with several (--interleave) they alternate call by call, so that clock changes under load (the
-// power cap, docs/results/2026-12-03-rtg-tall-and-power.md) reach all of them alike.
+// power cap, docs/results/2026-12-03-rtg-tall-and-power.md) reach all of them alike. With a kernel timer, one more
+// call of each first counts its kernels, and the timed loop's kernels are recorded.
 void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const RunSettings& settings, void* flush,
-                ClockSampler& sampler) {
+                ClockSampler& sampler, KernelTimer* kernels) {
   if (calls.empty()) return;
   const int iters = std::max(settings.iters, 1);
   std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters) * calls.size(), nullptr);
@@ -180,6 +217,17 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
     for (int i = 0; i < settings.warmup; ++i) t.call(stream);
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  const bool record_kernels = kernels != nullptr && kernels->available();
+  std::vector<int> kernels_per_call(calls.size(), 0);
+  if (record_kernels) {
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+      kernels->start();
+      calls[j].call(stream);
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      kernels_per_call[j] = static_cast<int>(kernels->stop().size());
+    }
+    kernels->start();
+  }
   auto event = [&](std::size_t j, int i, int end) { return events[(j * iters + i) * 2 + end]; };
   sampler.start();
   for (int i = 0; i < iters; ++i) {
@@ -192,8 +240,11 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   const ClockSample clock = sampler.stop();
+  const std::vector<KernelSpan> spans = record_kernels ? kernels->stop() : std::vector<KernelSpan>{};
+  std::vector<Timing*> outs;
   for (std::size_t j = 0; j < calls.size(); ++j) {
     calls[j].out->clock = clock;
+    outs.push_back(calls[j].out);
     std::vector<double> us(static_cast<std::size_t>(iters));
     for (int i = 0; i < iters; ++i) {
       float ms = 0;
@@ -201,6 +252,11 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
       us[i] = 1e3 * ms;
     }
     fill_timing(std::move(us), calls[j].out);
+  }
+  if (record_kernels) {
+    fill_kernel_times(spans, kernels_per_call, iters, outs);
+  } else if (kernels != nullptr) {
+    for (Timing* t : outs) t->kernel_status = "unavailable: " + kernels->unavailable();
   }
 }
 
@@ -341,7 +397,7 @@ CaseResult Runner::run(const Case& c) {
         result.moegemm.status = "pending";
         deferred.push_back({p.call, &result.moegemm});
       } else {
-        time_calls({{p.call, &result.moegemm}}, stream_, settings_, flush_.get(), *sampler_);
+        time_calls({{p.call, &result.moegemm}}, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
       }
     } catch (const moegemm::Error& e) {
       result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
@@ -398,7 +454,7 @@ CaseResult Runner::run(const Case& c) {
           deferred.push_back({call, &result.baselines.back()});
           continue;
         }
-        time_calls({{call, &timing}}, stream_, settings_, flush_.get(), *sampler_);
+        time_calls({{call, &timing}}, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
       } catch (const CudaFailure& e) {
         timing.status = "error";
         timing.detail = e.what();
@@ -421,7 +477,7 @@ CaseResult Runner::run(const Case& c) {
         fail_all("not run, the CUDA context was lost");
       } else {
         try {
-          time_calls(deferred, stream_, settings_, flush_.get(), *sampler_);
+          time_calls(deferred, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
         } catch (const std::exception& e) {
           fail_all(e.what());
           note_failure(std::string("interleaved timing: ") + e.what());

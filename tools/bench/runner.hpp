@@ -13,6 +13,7 @@
 
 #include "clock_sampler.hpp"
 #include "cuda_check.hpp"
+#include "kernel_timer.hpp"
 #include "moegemm/config.hpp"
 #include "suites.hpp"
 
@@ -25,6 +26,9 @@ struct Timing {
   std::string status = "-";  // "ok", "not built", "n/a", "error", "-" (not run)
   std::string detail;        // why not ok
   double median_us = 0, min_us = 0, max_us = 0;
+  // --kernel-time: the same calls' GPU time (first kernel's start to last kernel's end, CUPTI), or why there is none.
+  std::string kernel_status = "-";  // "ok", "-" (not asked for), or why not
+  double kernel_median_us = 0, kernel_min_us = 0;
   // The SM clock and power while the calls were timed (with --interleave, shared by all of a row's implementations).
   ClockSample clock;
   bool ok() const { return status == "ok"; }
@@ -65,6 +69,8 @@ struct RunSettings {
   // --interleave: moegemm and the baselines timed call by call in turn (each call after its own L2 flush), so that
   // all of a row's implementations run at the same clocks; by default each is timed in a block of its own.
   bool interleave = false;
+  // --kernel-time: each timed call's kernel time from CUPTI records too (Timing::kernel_*).
+  bool kernel_time = false;
 };
 
 // The once-per-run verification of a baseline's layouts on a small problem (BaselineSpec::probe).
@@ -90,6 +96,11 @@ class Runner {
   std::string clock_sampling() const {
     return sampler_->available() ? std::string("nvml") : "unavailable: " + sampler_->unavailable();
   }
+  // "cupti", "off" (not asked for), or why the rows carry no kernel time.
+  std::string kernel_timing() const {
+    if (!kernel_timer_) return "off";
+    return kernel_timer_->available() ? std::string("cupti") : "unavailable: " + kernel_timer_->unavailable();
+  }
 
  private:
   const ProbeVerdict& probe(const BaselineSpec& spec);
@@ -105,6 +116,7 @@ class Runner {
   DeviceBuffer workspace_;
   DeviceBuffer flush_;
   std::unique_ptr<ClockSampler> sampler_;
+  std::unique_ptr<KernelTimer> kernel_timer_;  // with --kernel-time
 };
 
 }  // namespace moegemm::bench
