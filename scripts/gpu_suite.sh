@@ -8,7 +8,8 @@
 #   RESULTS_DIR  logs and JSON (default results/<UTC date> in the repository root)
 #   SUITES       benchmark suites, space- or comma-separated (default "dense contiguous masked";
 #                all: dense contiguous masked wgrad kgrouped bf16)
-#   BENCH_ARGS   extra moegemm-bench flags, e.g. "--iters 50" or "--no-check"
+#   BENCH_ARGS   moegemm-bench flags (default "--kernel-time": the tables add moegemm's kernel time, as the anchor's
+#                tables were measured), e.g. "--iters 50 --kernel-time" or "--no-check"
 #   JOBS         parallel build jobs (default: all cores)
 #   SANITIZE     a GoogleTest filter: run those device tests under compute-sanitizer memcheck and racecheck
 #                (k-grouped determinism test at 3 calls per scale value there), e.g. "Fp8KGroupedGpu.*:Bf16AddCGpu.*"
@@ -20,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu}"
 RESULTS_DIR="${RESULTS_DIR:-$ROOT/results/$(date -u +%Y-%m-%d)}"
 SUITES="${SUITES:-dense contiguous masked}"
-BENCH_ARGS="${BENCH_ARGS:-}"
+if [ -z "${BENCH_ARGS+set}" ]; then BENCH_ARGS="--kernel-time"; fi  # set but empty: no extra flags
 JOBS="${JOBS:-$(nproc)}"
 
 mkdir -p "$RESULTS_DIR" || { echo "gpu_suite: cannot create $RESULTS_DIR"; exit 1; }

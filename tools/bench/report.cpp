@@ -188,14 +188,17 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results,
       }
     }
     std::size_t label_width = 20;
-    bool any_plan = false;
+    bool any_plan = false, any_kernel = false;
     for (const CaseResult* r : rows) {
       label_width = std::max(label_width, r->c.label().size());
       any_plan = any_plan || r->plan.has_value();
+      any_kernel = any_kernel || r->moegemm.kernel_status == "ok";
     }
     os << "\n== " << suite << " ==\n";
     std::string header =
         pad("row", label_width, true) + " | " + pad("moegemm us", 10) + pad("TFLOPS", 8) + pad("GB/s", 7);
+    // --kernel-time: moegemm's kernel time and the GB/s it gives (the anchor's tables are kernel times).
+    if (any_kernel) header += " | " + pad("kernel us", 10) + pad("GB/s", 7);
     for (const std::string& name : names) header += " | " + pad(name + " us", 17) + pad("TFLOPS", 8);
     for (const std::string& name : names) header += " | " + pad("x " + name.substr(name.find('-') + 1), 7);
     if (any_plan) header += " | " + pad("plan", kPlanWidth, true);
@@ -207,6 +210,11 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results,
       std::string line = pad(r->c.label(), label_width, true) + " | " + pad(time_cell(r->moegemm), 10) +
                          pad(tflops_cell(r->flops, r->moegemm), 8) +
                          pad(r->moegemm.ok() ? fixed(gbps(r->bytes, r->moegemm), 0) : "-", 7);
+      if (any_kernel) {
+        const bool have = r->moegemm.ok() && r->moegemm.kernel_status == "ok";
+        line += " | " + pad(have ? fixed(r->moegemm.kernel_median_us, 1) : "-", 10) +
+                pad(have ? fixed(gbps(r->bytes, with_kernel_time(r->moegemm)), 0) : "-", 7);
+      }
       for (std::size_t i = 0; i < names.size(); ++i) {
         if (i < r->baselines.size()) {
           line += " | " + pad(time_cell(r->baselines[i]), 17) + pad(tflops_cell(r->flops, r->baselines[i]), 8);
