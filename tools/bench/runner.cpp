@@ -143,11 +143,16 @@ Runner::~Runner() {
 
 namespace {
 
+// The median of sorted, non-empty values.
+double median_of_sorted(const std::vector<double>& v) {
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
 // The median, min and max of the timed calls' microseconds.
 void fill_timing(std::vector<double> us, Timing* out) {
   std::sort(us.begin(), us.end());
-  const std::size_t mid = us.size() / 2;
-  out->median_us = us.size() % 2 == 1 ? us[mid] : 0.5 * (us[mid - 1] + us[mid]);
+  out->median_us = median_of_sorted(us);
   out->min_us = us.front();
   out->max_us = us.back();
   out->status = "ok";
@@ -187,8 +192,7 @@ void fill_kernel_times(const std::vector<KernelSpan>& spans, const std::vector<i
   }
   for (std::size_t j = 0; j < outs.size(); ++j) {
     std::sort(us[j].begin(), us[j].end());
-    const std::size_t mid = us[j].size() / 2;
-    outs[j]->kernel_median_us = us[j].size() % 2 == 1 ? us[j][mid] : 0.5 * (us[j][mid - 1] + us[j][mid]);
+    outs[j]->kernel_median_us = median_of_sorted(us[j]);
     outs[j]->kernel_min_us = us[j].front();
     outs[j]->kernel_status = "ok";
   }
