@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "moegemm/config.hpp"
 #include "moegemm/layouts.hpp"
@@ -107,6 +108,30 @@ KernelConfig plan_bf16_gemm(const Bf16PlanQuery& query);
 
 // ---- Warm-up ---------------------------------------------------------------------------------------------------
 // Kernels are compiled on first use (and cached on disk). A call that would compile while `stream` is being
-// captured into a CUDA graph fails with ErrorCode::kCaptureError instead: run the same call once eagerly first.
+// captured into a CUDA graph fails with ErrorCode::kCaptureError instead: run the same call once eagerly first, or
+// precompile it.
+//
+// precompile_*: compile the kernels that a call matching the query would launch (the planner's choice, the one the
+// matching plan_* query returns) into the disk cache, or find them there, without a GPU and without launching.
+// A later call then loads them from disk instead of compiling, even while its stream is being captured into a
+// graph. Run them at start-up, or on a build machine with MOEGEMM_CACHE_DIR naming the folder to ship. The files
+// fit the library build and NVRTC version that wrote them, and the plan fits the SM count: the process-wide cap
+// (set_num_sms), else the device's, else an H200's 132. Throw ErrorCode::kUnsupported when nothing would be kept
+// on disk (MOEGEMM_JIT_DISK_CACHE=0, no cache folder, or a folder that cannot be written).
+struct PrecompiledKernel {
+  std::string name;        // the kernel and its configuration, e.g. "sm90_fp8_1d2d/bm256/bn128/st3/layout0/..."
+  KernelConfig config;     // the plan (for the GEMM kernel; the k-grouped FP8 descriptor step has none)
+  std::string path;        // its file in the cache folder
+  bool from_disk = false;  // the file was there already: nothing was compiled
+  double compile_ms = 0;   // NVRTC time (for a file found on disk: when it was compiled)
+};
+// The kernels of fp8_gemm_nt (num_groups 1) or of the m-grouped call `grouped_layout`, as plan_fp8_gemm_nt.
+std::vector<PrecompiledKernel> precompile_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0,
+                                                      GemmLayout grouped_layout = GemmLayout::kContiguousGroupEnds);
+// The kernels of fp8_gemm_nt_1d1d (num_groups 1) or k_grouped_fp8_gemm_nt (k the sum of the experts' K), as
+// plan_fp8_gemm_wgrad; the k-grouped form has two (its per-expert descriptor step and the GEMM).
+std::vector<PrecompiledKernel> precompile_fp8_gemm_wgrad(int m, int n, int k, int num_groups = 1);
+// The kernels of the BF16 call the query stands for, as plan_bf16_gemm.
+std::vector<PrecompiledKernel> precompile_bf16_gemm(const Bf16PlanQuery& query);
 
 }  // namespace moegemm

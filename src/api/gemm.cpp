@@ -4,10 +4,12 @@
 #include <algorithm>
 
 #include "launch/gemm_launch.hpp"
+#include "launch/kgrouped_descriptors.hpp"
 #include "moegemm/device.hpp"
 #include "moegemm/error.hpp"
 #include "plan/gemm_plan.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "sm90/gemm_params.cuh"
 #include "validate/validate.hpp"
 
@@ -374,27 +376,16 @@ plan::ShapeHint m_grouped_query_hint(int m, int n, int k, int num_groups, int ex
   return h;
 }
 
-}  // namespace
+// The GEMM kernel a plan query stands for: the planner's configuration and how the matching call names the
+// kernel (layout, recipe, operand majors), so that a query's precompiled kernel is the one the call loads.
+struct PlannedKernel {
+  KernelConfig config;
+  kernels::GroupedKind layout = kernels::GroupedKind::kDense;
+  kernels::sm90::GemmRecipe recipe = kernels::sm90::GemmRecipe::kFp8_1d2d;
+  int mn_major = 0;
+};
 
-KernelConfig plan_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
-  const plan::ShapeHint h = num_groups > 1 ? kgrouped_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
-  return plan::choose_fp8_1d1d_config(h, planning_sms());
-}
-
-KernelConfig plan_bf16_gemm(const Bf16PlanQuery& q) {
-  using kernels::sm90::GemmRecipe;
-  const auto layout = static_cast<kernels::GroupedKind>(q.layout);
-  const int sms = planning_sms();
-  if (layout == kernels::GroupedKind::kKGrouped) {
-    return plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, GemmRecipe::kBf16Fp32, 3, layout);
-  }
-  const plan::ShapeHint h = m_grouped_query_hint(
-      q.m, q.n, q.k, layout == kernels::GroupedKind::kDense ? 1 : q.num_groups, q.expected_m);
-  const GemmRecipe recipe = q.fp32_d ? GemmRecipe::kBf16Fp32 : q.with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
-  return plan_bf16(h, sms, recipe, (q.a_mn_major ? 1 : 0) | (q.b_mn_major ? 2 : 0), layout);
-}
-
-KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout) {
+PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout) {
   if (grouped_layout != GemmLayout::kContiguousRowToGroup && grouped_layout != GemmLayout::kContiguousGroupEnds &&
       grouped_layout != GemmLayout::kMasked) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -402,8 +393,86 @@ KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_
                     std::to_string(static_cast<int>(grouped_layout)));
   }
   const plan::ShapeHint h = m_grouped_query_hint(m, n, k, num_groups, expected_m);
-  return plan_fp8_1d2d(h, planning_sms(),
-                       h.num_groups == 1 ? kernels::GroupedKind::kDense : static_cast<kernels::GroupedKind>(grouped_layout));
+  PlannedKernel planned;
+  planned.layout =
+      h.num_groups == 1 ? kernels::GroupedKind::kDense : static_cast<kernels::GroupedKind>(grouped_layout);
+  planned.config = plan_fp8_1d2d(h, planning_sms(), planned.layout);
+  return planned;
+}
+
+PlannedKernel planned_fp8_wgrad(int m, int n, int k, int num_groups) {
+  const plan::ShapeHint h = num_groups > 1 ? kgrouped_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
+  PlannedKernel planned;
+  planned.config = plan::choose_fp8_1d1d_config(h, planning_sms());
+  planned.layout = num_groups > 1 ? kernels::GroupedKind::kKGrouped : kernels::GroupedKind::kDense;
+  planned.recipe = kernels::sm90::GemmRecipe::kFp8_1d1d;
+  return planned;
+}
+
+PlannedKernel planned_bf16(const Bf16PlanQuery& q) {
+  using kernels::sm90::GemmRecipe;
+  PlannedKernel planned;
+  planned.layout = static_cast<kernels::GroupedKind>(q.layout);
+  const int sms = planning_sms();
+  if (planned.layout == kernels::GroupedKind::kKGrouped) {
+    planned.recipe = GemmRecipe::kBf16Fp32;
+    planned.mn_major = 3;  // A [sum K, M] and B [sum K, N]: both MN-major
+    planned.config = plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, planned.recipe, 3, planned.layout);
+    return planned;
+  }
+  const plan::ShapeHint h = m_grouped_query_hint(
+      q.m, q.n, q.k, planned.layout == kernels::GroupedKind::kDense ? 1 : q.num_groups, q.expected_m);
+  planned.recipe = q.fp32_d ? GemmRecipe::kBf16Fp32 : q.with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
+  planned.mn_major = (q.a_mn_major ? 1 : 0) | (q.b_mn_major ? 2 : 0);
+  planned.config = plan_bf16(h, sms, planned.recipe, planned.mn_major, planned.layout);
+  return planned;
+}
+
+PrecompiledKernel precompiled(const jit::KernelSpec& spec, const KernelConfig& config) {
+  const jit::CachedKernelFile file = jit::precompile_to_disk(spec);
+  PrecompiledKernel out;
+  out.name = spec.name;
+  out.config = config;
+  out.path = file.path;
+  out.from_disk = file.from_disk;
+  out.compile_ms = file.compile_ms;
+  return out;
+}
+
+// Every kernel the planned call launches: the k-grouped FP8 call's descriptor step first, then the GEMM.
+std::vector<PrecompiledKernel> precompile_planned(const PlannedKernel& p) {
+  std::vector<PrecompiledKernel> out;
+  if (p.layout == kernels::GroupedKind::kKGrouped && p.recipe == kernels::sm90::GemmRecipe::kFp8_1d1d) {
+    out.push_back(precompiled(launch::kgrouped_descriptor_kernel_spec(), KernelConfig{}));
+  }
+  out.push_back(precompiled(
+      launch::gemm_kernel_spec(p.config, p.layout, static_cast<int>(p.recipe), p.mn_major), p.config));
+  return out;
+}
+
+}  // namespace
+
+KernelConfig plan_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
+  return planned_fp8_wgrad(m, n, k, num_groups).config;
+}
+
+KernelConfig plan_bf16_gemm(const Bf16PlanQuery& q) { return planned_bf16(q).config; }
+
+KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout) {
+  return planned_fp8_nt(m, n, k, num_groups, expected_m, grouped_layout).config;
+}
+
+std::vector<PrecompiledKernel> precompile_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m,
+                                                      GemmLayout grouped_layout) {
+  return precompile_planned(planned_fp8_nt(m, n, k, num_groups, expected_m, grouped_layout));
+}
+
+std::vector<PrecompiledKernel> precompile_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
+  return precompile_planned(planned_fp8_wgrad(m, n, k, num_groups));
+}
+
+std::vector<PrecompiledKernel> precompile_bf16_gemm(const Bf16PlanQuery& query) {
+  return precompile_planned(planned_bf16(query));
 }
 
 }  // namespace moegemm

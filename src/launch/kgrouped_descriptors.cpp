@@ -11,18 +11,17 @@ namespace moegemm::launch {
 using kernels::sm90::KGroupedDescriptorParams;
 using kernels::sm90::TmaDescriptor;
 
+jit::KernelSpec kgrouped_descriptor_kernel_spec() {
+  jit::KernelSpec spec;
+  spec.name = "sm90_kgrouped_descriptors";
+  spec.source = "#include \"sm90/kgrouped_descriptors.cuh\"\n";
+  spec.name_expression = "moegemm::kernels::sm90::kgrouped_descriptor_kernel";
+  return spec;
+}
+
 KGroupedTable write_kgrouped_descriptors(KGroupedDescriptorParams params, Stream stream) {
   // The kernel first: a compile inside a graph capture fails here, before anything was enqueued.
-  const jit::Kernel& kernel = jit::get_kernel(
-      "sm90_kgrouped_descriptors",
-      [] {
-        jit::KernelSpec spec;
-        spec.name = "sm90_kgrouped_descriptors";
-        spec.source = "#include \"sm90/kgrouped_descriptors.cuh\"\n";
-        spec.name_expression = "moegemm::kernels::sm90::kgrouped_descriptor_kernel";
-        return spec;
-      },
-      stream);
+  const jit::Kernel& kernel = jit::get_kernel("sm90_kgrouped_descriptors", kgrouped_descriptor_kernel_spec, stream);
   const std::size_t groups = static_cast<std::size_t>(params.num_groups);
   const std::size_t descriptor_bytes = 2 * groups * sizeof(TmaDescriptor);  // 128-byte multiples: aligned sizes
   CUdeviceptr scratch = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "moegemm/types.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "sm90/gemm_params.cuh"
 
 namespace moegemm::launch {
@@ -13,6 +14,9 @@ struct KGroupedTable {
   const kernels::sm90::TmaDescriptor* descriptors = nullptr;  // [2 * G]
   const int* ks = nullptr;                                    // [G], sanitised
 };
+
+// The descriptor kernel's source and name (for the launch and for precompiling).
+jit::KernelSpec kgrouped_descriptor_kernel_spec();
 
 // Allocates the table on `stream` and launches the descriptor kernel filling it. `params` holds everything but
 // the two output pointers.

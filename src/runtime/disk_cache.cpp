@@ -127,6 +127,11 @@ std::string cache_folder() {
   return {};
 }
 
+bool cache_folder_writable(const std::string& folder) {
+  const std::string kernels = folder + "/kernels";
+  return make_folders(kernels) && access(kernels.c_str(), W_OK) == 0;
+}
+
 std::string cache_file_path(const std::string& folder, const std::string& key) {
   return folder + "/kernels/" + key + ".cubin";
 }

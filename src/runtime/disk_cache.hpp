@@ -13,6 +13,9 @@ namespace moegemm::jit {
 // of the in-memory map come here). Empty when none is set or MOEGEMM_JIT_DISK_CACHE=0.
 std::string cache_folder();
 
+// Creates <folder>/kernels if needed; true when this process can write files there.
+bool cache_folder_writable(const std::string& folder);
+
 // <folder>/kernels/<key>.cubin
 std::string cache_file_path(const std::string& folder, const std::string& key);
 

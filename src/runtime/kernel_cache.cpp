@@ -127,7 +127,7 @@ ObtainedBinary obtain_binary(const KernelSpec& spec, const std::function<void()>
   std::snprintf(stream_text, sizeof(stream_text), "%p", stream);
   throw Error(ErrorCode::kCaptureError, "kernel " + name + " is not compiled yet and stream " + stream_text +
                                             " is being captured into a CUDA graph" + detail +
-                                            ": call the same GEMM once before capture to warm up");
+                                            ": call the same GEMM once before capture to warm up, or precompile it (moegemm::precompile_*)");
 }
 
 void forbid_compile_during_capture(const std::string& name, void* stream) {
@@ -168,7 +168,7 @@ std::unique_ptr<Kernel> load_module(const std::string& key, const KernelSpec& sp
     if (is_capture_error(loaded)) {
       throw Error(ErrorCode::kCaptureError, "kernel " + spec.name + ": cuModuleLoadData failed during stream " +
                                                 "capture (" + describe_result(loaded) +
-                                                "): call the same GEMM once before capture to warm up");
+                                                "): call the same GEMM once before capture to warm up, or precompile it (moegemm::precompile_*)");
     }
     check(loaded, "cuModuleLoadData");
     CUresult found = d.cuModuleGetFunction(&kernel->function, kernel->module, obtained.binary.lowered_name.c_str());
@@ -282,6 +282,30 @@ CompiledBinary compile_or_load_binary(const KernelSpec& spec, const std::functio
     print_record(record, ms_since(start));
   }
   return std::move(obtained.binary);
+}
+
+CachedKernelFile precompile_to_disk(const KernelSpec& spec) {
+  const std::string folder = cache_folder();
+  if (folder.empty()) {
+    throw Error(ErrorCode::kUnsupported,
+                "precompile " + spec.name +
+                    ": no disk cache (MOEGEMM_JIT_DISK_CACHE=0, or no MOEGEMM_CACHE_DIR, XDG_CACHE_HOME or HOME): a "
+                    "precompiled kernel would not be kept");
+  }
+  if (!cache_folder_writable(folder)) {  // checked first: compiling takes seconds
+    throw Error(ErrorCode::kUnsupported,
+                "precompile " + spec.name + ": the cache folder " + folder + "/kernels cannot be written");
+  }
+  const ObtainedBinary obtained = obtain_binary(spec, {});
+  if (obtained.disk_path.empty() || access(obtained.disk_path.c_str(), R_OK) != 0) {
+    throw Error(ErrorCode::kUnsupported, "precompile " + spec.name + ": could not write " + obtained.disk_path +
+                                             " (is the cache folder writable?)");
+  }
+  CachedKernelFile out;
+  out.path = obtained.disk_path;
+  out.from_disk = obtained.binary.from_disk;
+  out.compile_ms = obtained.binary.compile_ms;
+  return out;
 }
 
 const Kernel& get_kernel(const std::string& key, const std::function<KernelSpec()>& make_spec, void* stream) {

@@ -65,6 +65,19 @@ const std::string& embedded_sources_hash();
 // and may throw to forbid it. Counted in jit_stats().
 CompiledBinary compile_or_load_binary(const KernelSpec& spec, const std::function<void()>& before_compile = {});
 
+// A kernel's file in the disk cache, as precompile_to_disk left it.
+struct CachedKernelFile {
+  std::string path;
+  bool from_disk = false;  // the file was there already: nothing was compiled
+  double compile_ms = 0;   // NVRTC time (for a file found on disk: when it was compiled)
+};
+
+// The warm-up half of a miss (moegemm::precompile_*): the kernel of spec in the disk cache, compiled now unless an
+// intact file is there, so that a later get_kernel, even during a graph capture, only loads it. Needs no driver.
+// Throws Error(kUnsupported) when there is no cache folder (MOEGEMM_JIT_DISK_CACHE=0, or no MOEGEMM_CACHE_DIR,
+// XDG_CACHE_HOME or HOME) or the file could not be written: a precompiled kernel would not outlive the process.
+CachedKernelFile precompile_to_disk(const KernelSpec& spec);
+
 // The kernel for key in the calling thread's context (the primary context of device 0 is made current when none
 // is). Compiling while stream is being captured throws Error(kCaptureError); loading a cached file does not.
 const Kernel& get_kernel(const std::string& key, const std::function<KernelSpec()>& make_spec, void* stream);

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "common/gpu_support.hpp"
+#include "cpu/test_jit_support.hpp"
 #include "moegemm/moegemm.hpp"
 #include "moegemm/reference.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace moegemm {
 namespace {
@@ -420,6 +422,73 @@ TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
   const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
                                           {ref::MatrixRef::row_major(db.data(), k), n * k}, counts2.data());
   expect_rows_match(replayed, want, n, "graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// The warm-up path: precompile_fp8_gemm_nt writes the masked call's kernel into an empty cache folder; with no
+// kernel in memory and no eager call, the call is then captured into a graph (it loads the file there instead of
+// compiling) and the replay matches an eager call bit for bit and the oracle.
+TEST(Fp8MaskedGpu, PrecompiledKernelLoadsInsideACaptureWithoutAnEagerCall) {
+  MOEGEMM_REQUIRE_GPU();
+  const int groups = 4, cap = 80, n = 384, k = 640;
+  test::TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  test::ScopedEnv cache_dir("MOEGEMM_CACHE_DIR", folder.path());
+  test::ScopedEnv enabled("MOEGEMM_JIT_DISK_CACHE", std::nullopt);
+  std::mt19937 rng(37);
+  Fp8Operands ops(groups, cap, n, k, groups, rng);
+  DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2);
+  DeviceBuffer cnt(groups * sizeof(int));
+  const std::vector<int> counts = {80, 1, 0, 57};
+  cnt.upload(counts);
+  MaskedLayout layout;
+  layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n});
+
+  const std::vector<PrecompiledKernel> kernels =
+      precompile_fp8_gemm_nt(groups * cap, n, k, groups, 0, GemmLayout::kMasked);
+  ASSERT_EQ(kernels.size(), 1u);
+  MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+  jit::unload_all_kernels();  // as in a fresh process: nothing in memory
+  const jit::JitStats before = jit::jit_stats();
+
+  cudaStream_t stream;
+  MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
+  } catch (const Error& e) {
+    ADD_FAILURE() << "the captured call threw: " << e.what();
+  }
+  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  const jit::JitStats after = jit::jit_stats();
+  EXPECT_EQ(after.compiles, before.compiles) << "the captured call compiled";
+  EXPECT_EQ(after.disk_hits, before.disk_hits + 1) << "the captured call did not load the precompiled file";
+  bool loaded = false;
+  for (const jit::KernelRecord& r : jit::loaded_kernels()) {
+    if (r.key == kernels[0].name) loaded = r.from_disk && r.disk_path == kernels[0].path;
+  }
+  EXPECT_TRUE(loaded) << kernels[0].name << " was not loaded from " << kernels[0].path;
+
+  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  d.fill_bytes(0xFF);
+  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto replayed = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
+  d.fill_bytes(0xFF);
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto eager = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
+  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), eager.size() * 2));
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
+                                          {ref::MatrixRef::row_major(db.data(), k), n * k}, counts.data());
+  expect_rows_match(replayed, want, n, "precompiled, captured");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);

@@ -118,3 +118,24 @@ def test_plans_are_printable_for_every_family():
     assert masked.block_n % 64 == 0 and masked.cluster_m == 1
     with pytest.raises(moegemm.InvalidArgumentError, match="layout"):
         moegemm.plan_bf16_gemm(128, 128, 128, layout="sparse")
+
+
+def test_precompile_writes_the_planned_kernels_into_the_cache(tmp_path, monkeypatch):
+    # No device needed: the kernels a call would launch are compiled into the cache folder, under the plan's name.
+    monkeypatch.setenv("MOEGEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MOEGEMM_JIT_DISK_CACHE", raising=False)
+    first = moegemm.precompile_bf16_gemm(4096, 4096, 7168)
+    assert len(first) == 1 and isinstance(first[0], moegemm.PrecompiledKernel)
+    plan = moegemm.plan_bf16_gemm(4096, 4096, 7168)
+    assert (first[0].config.block_m, first[0].config.block_n, first[0].config.stages) == (
+        plan.block_m, plan.block_n, plan.stages)
+    assert pathlib.Path(first[0].path).parent == tmp_path / "kernels" and pathlib.Path(first[0].path).is_file()
+    assert not first[0].from_disk
+    again = moegemm.precompile_bf16_gemm(4096, 4096, 7168)
+    assert again[0].from_disk and again[0].path == first[0].path
+    # The k-grouped FP8 call launches its descriptor step too.
+    names = [k.name for k in moegemm.precompile_fp8_gemm_wgrad(4096, 7168, 4 * 2048, 4)]
+    assert names[0] == "sm90_kgrouped_descriptors" and len(names) == 2
+    monkeypatch.setenv("MOEGEMM_JIT_DISK_CACHE", "0")
+    with pytest.raises(RuntimeError, match="MOEGEMM_JIT_DISK_CACHE=0"):
+        moegemm.precompile_fp8_gemm_nt(128, 512, 256)

@@ -1,0 +1,99 @@
+// The warm-up API (precompile_*), without a GPU: the planned kernels land in the disk cache under the names the
+// calls look up, a second request finds them there, and a cache that would keep nothing is refused before any
+// compile. (tests/gpu: a precompiled kernel loads inside a graph capture with no eager call first.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "launch/gemm_launch.hpp"
+#include "moegemm/error.hpp"
+#include "moegemm/gemm.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "sm90/gemm_params.cuh"
+#include "test_jit_support.hpp"
+
+namespace moegemm {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Precompile : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(folder_.path().empty()); }
+  test::TempFolder folder_;
+  test::ScopedEnv cache_dir_{"MOEGEMM_CACHE_DIR", folder_.path()};
+  test::ScopedEnv enabled_{"MOEGEMM_JIT_DISK_CACHE", std::nullopt};
+};
+
+TEST_F(Precompile, FirstRequestCompilesThePlannedKernelIntoTheCacheSecondFindsIt) {
+  const KernelConfig plan = plan_fp8_gemm_nt(4096, 7168, 2048);
+  const std::vector<PrecompiledKernel> first = precompile_fp8_gemm_nt(4096, 7168, 2048);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].config.to_string(), plan.to_string());
+  // The name the dense call looks the kernel up by.
+  EXPECT_EQ(first[0].name, launch::gemm_kernel_key(plan, kernels::GroupedKind::kDense));
+  EXPECT_FALSE(first[0].from_disk);
+  EXPECT_GT(first[0].compile_ms, 0.0);
+  EXPECT_EQ(fs::path(first[0].path).parent_path(), fs::path(folder_.path()) / "kernels");
+  EXPECT_TRUE(fs::exists(first[0].path));
+
+  const jit::JitStats before = jit::jit_stats();
+  const std::vector<PrecompiledKernel> second = precompile_fp8_gemm_nt(4096, 7168, 2048);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_TRUE(second[0].from_disk);
+  EXPECT_EQ(second[0].path, first[0].path);
+  EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
+}
+
+TEST_F(Precompile, KGroupedWeightGradientsAlsoGetTheirDescriptorStep) {
+  const std::vector<PrecompiledKernel> kernels = precompile_fp8_gemm_wgrad(4096, 7168, 4 * 2048, 4);
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].name, "sm90_kgrouped_descriptors");
+  EXPECT_EQ(kernels[1].config.to_string(), plan_fp8_gemm_wgrad(4096, 7168, 4 * 2048, 4).to_string());
+  EXPECT_EQ(kernels[1].name, launch::gemm_kernel_key(kernels[1].config, kernels::GroupedKind::kKGrouped,
+                                                     static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d)));
+  for (const PrecompiledKernel& k : kernels) EXPECT_TRUE(fs::exists(k.path)) << k.name;
+}
+
+TEST_F(Precompile, Bf16QueriesNameTheirRecipeAndMajors) {
+  Bf16PlanQuery q;
+  q.m = 4096, q.n = 7168, q.k = 2048;
+  q.with_c = true;
+  q.b_mn_major = true;
+  const std::vector<PrecompiledKernel> kernels = precompile_bf16_gemm(q);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0].config.to_string(), plan_bf16_gemm(q).to_string());
+  EXPECT_EQ(kernels[0].name, launch::gemm_kernel_key(kernels[0].config, kernels::GroupedKind::kDense,
+                                                     static_cast<int>(kernels::sm90::GemmRecipe::kBf16AddC), 2));
+  EXPECT_TRUE(fs::exists(kernels[0].path));
+}
+
+TEST_F(Precompile, RefusesBeforeCompilingWhenNothingWouldBeKept) {
+  const jit::JitStats before = jit::jit_stats();
+  {
+    test::ScopedEnv off("MOEGEMM_JIT_DISK_CACHE", "0");
+    try {
+      precompile_fp8_gemm_nt(128, 512, 256);
+      ADD_FAILURE() << "precompile with the disk cache off did not throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("MOEGEMM_JIT_DISK_CACHE=0"), std::string::npos) << e.what();
+    }
+  }
+  {
+    test::ScopedEnv unwritable("MOEGEMM_CACHE_DIR", "/proc/moegemm-no-such-folder");
+    try {
+      precompile_fp8_gemm_nt(128, 512, 256);
+      ADD_FAILURE() << "precompile into an unwritable folder did not throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("cannot be written"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
+}
+
+}  // namespace
+}  // namespace moegemm
