@@ -51,8 +51,8 @@ moegemm::KernelConfig parse_config(const std::string& text) {
 }
 
 std::string compact_config(const moegemm::KernelConfig& config) {
-  std::string out = std::to_string(config.block_m) + "x" + std::to_string(config.block_n) + "x" +
-                    std::to_string(config.stages);
+  std::string out =
+      std::to_string(config.block_m) + "x" + std::to_string(config.block_n) + "x" + std::to_string(config.stages);
   if (config.cluster_m != 1 || config.cluster_n != 1) {
     out += " c" + std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n);
   }
@@ -60,53 +60,79 @@ std::string compact_config(const moegemm::KernelConfig& config) {
   return out;
 }
 
-std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
+namespace {
+
+// The row's planner query, handed to its family's function: `fp8_nt` (plan_ or precompile_fp8_gemm_nt's
+// arguments), `wgrad` (..._fp8_gemm_wgrad's) or `bf16` (a Bf16PlanQuery).
+template <typename Fp8Nt, typename Wgrad, typename Bf16>
+auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
   const auto i = [](std::int64_t v) { return static_cast<int>(v); };
   switch (c.family) {
     case Family::kFp8Dense:
-      return moegemm::plan_fp8_gemm_nt(i(c.m), i(c.n), i(c.k));
+      return fp8_nt(i(c.m), i(c.n), i(c.k), 1, 0, moegemm::GemmLayout::kContiguousGroupEnds);
     case Family::kFp8Contiguous:
     case Family::kFp8Masked:
       // The calls pass expected rows per expert as the layout's hint, which is what the planner sizes tiles by.
-      return moegemm::plan_fp8_gemm_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected),
-                                       c.family == Family::kFp8Masked ? moegemm::GemmLayout::kMasked
-                                       : c.group_ends                 ? moegemm::GemmLayout::kContiguousGroupEnds
-                                                                      : moegemm::GemmLayout::kContiguousRowToGroup);
+      return fp8_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected),
+                    c.family == Family::kFp8Masked ? moegemm::GemmLayout::kMasked
+                    : c.group_ends                 ? moegemm::GemmLayout::kContiguousGroupEnds
+                                                   : moegemm::GemmLayout::kContiguousRowToGroup);
     case Family::kFp8Wgrad:
-      return moegemm::plan_fp8_gemm_wgrad(i(c.m), i(c.n), i(c.k));
+      return wgrad(i(c.m), i(c.n), i(c.k), 1);
     case Family::kFp8KGrouped:
       // The suite draws K per expert around `expected`: the plan of the mean.
-      return moegemm::plan_fp8_gemm_wgrad(i(c.m), i(c.n), i(c.expected * c.groups), c.groups);
+      return wgrad(i(c.m), i(c.n), i(c.expected * c.groups), c.groups);
     case Family::kBf16Dense:
     case Family::kBf16Contiguous:
     case Family::kBf16Masked:
-    case Family::kBf16KGrouped: {
-      moegemm::Bf16PlanQuery q;
-      q.a_mn_major = c.a_mn_major;
-      q.b_mn_major = c.b_mn_major;
-      q.fp32_d = c.d_f32;
-      q.with_c = c.accumulate && !c.d_f32;
-      q.num_groups = std::max(1, c.groups);
-      q.expected_m = i(c.expected);
-      q.n = i(c.n);
-      q.k = i(c.k);
-      q.m = i(c.m);
-      if (c.family == Family::kBf16Dense) {
-        q.layout = moegemm::GemmLayout::kDense;
-      } else if (c.family == Family::kBf16Contiguous) {
-        q.layout = c.group_ends ? moegemm::GemmLayout::kContiguousGroupEnds : moegemm::GemmLayout::kContiguousRowToGroup;
-        q.m = i(c.expected * c.groups);
-      } else if (c.family == Family::kBf16Masked) {
-        q.layout = moegemm::GemmLayout::kMasked;
-        q.m = i(c.capacity * c.groups);
-      } else {
-        q.layout = moegemm::GemmLayout::kKGrouped;
-        q.k = i(c.expected * c.groups);
-      }
-      return moegemm::plan_bf16_gemm(q);
-    }
+    case Family::kBf16KGrouped:
+      break;
   }
-  return std::nullopt;
+  moegemm::Bf16PlanQuery q;
+  q.a_mn_major = c.a_mn_major;
+  q.b_mn_major = c.b_mn_major;
+  q.fp32_d = c.d_f32;
+  q.with_c = c.accumulate && !c.d_f32;
+  q.num_groups = std::max(1, c.groups);
+  q.expected_m = i(c.expected);
+  q.n = i(c.n);
+  q.k = i(c.k);
+  q.m = i(c.m);
+  if (c.family == Family::kBf16Dense) {
+    q.layout = moegemm::GemmLayout::kDense;
+  } else if (c.family == Family::kBf16Contiguous) {
+    q.layout = c.group_ends ? moegemm::GemmLayout::kContiguousGroupEnds : moegemm::GemmLayout::kContiguousRowToGroup;
+    q.m = i(c.expected * c.groups);
+  } else if (c.family == Family::kBf16Masked) {
+    q.layout = moegemm::GemmLayout::kMasked;
+    q.m = i(c.capacity * c.groups);
+  } else {
+    q.layout = moegemm::GemmLayout::kKGrouped;
+    q.k = i(c.expected * c.groups);
+  }
+  return bf16(q);
+}
+
+}  // namespace
+
+std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
+  return with_query(
+      c,
+      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l) {
+        return moegemm::plan_fp8_gemm_nt(m, n, k, g, e, l);
+      },
+      [](int m, int n, int k, int g) { return moegemm::plan_fp8_gemm_wgrad(m, n, k, g); },
+      [](const moegemm::Bf16PlanQuery& q) { return moegemm::plan_bf16_gemm(q); });
+}
+
+std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c) {
+  return with_query(
+      c,
+      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l) {
+        return moegemm::precompile_fp8_gemm_nt(m, n, k, g, e, l);
+      },
+      [](int m, int n, int k, int g) { return moegemm::precompile_fp8_gemm_wgrad(m, n, k, g); },
+      [](const moegemm::Bf16PlanQuery& q) { return moegemm::precompile_bf16_gemm(q); });
 }
 
 }  // namespace moegemm::bench

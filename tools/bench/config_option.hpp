@@ -5,8 +5,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "moegemm/config.hpp"
+#include "moegemm/gemm.hpp"
 #include "suites.hpp"
 
 namespace moegemm::bench {
@@ -20,8 +22,11 @@ moegemm::KernelConfig parse_config(const std::string& text);
 // The table's short form: "128x192x4", with " c2x1" appended for a cluster.
 std::string compact_config(const moegemm::KernelConfig& config);
 
-// What moegemm::plan_fp8_gemm_nt picks for the row (the FP8 1D2D families: dense, contiguous, masked); nullopt for
-// the others, which have no public planner entry point.
+// What the planner picks for the row (moegemm::plan_fp8_gemm_nt, plan_fp8_gemm_wgrad or plan_bf16_gemm, as the
+// row's call plans it).
 std::optional<moegemm::KernelConfig> planned_config(const Case& c);
+
+// --precompile: the row's kernels compiled into the disk cache (moegemm::precompile_*), no GPU needed.
+std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c);
 
 }  // namespace moegemm::bench

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,7 @@ struct Options {
   std::string commit;
   std::string rows;  // keep only rows whose label contains this text (empty: all)
   bool list = false;
+  bool precompile = false;
   bool probe = false;
 };
 
@@ -43,7 +45,7 @@ const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
-    "                     [--rows TEXT] [--interleave] [--kernel-time] [--list] [--probe]\n"
+    "                     [--rows TEXT] [--interleave] [--kernel-time] [--list] [--precompile] [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -65,6 +67,8 @@ const char* kUsage =
     "  --rows TEXT      run only the suite rows whose label contains TEXT (e.g. \"G=32 exp=192\"); a row\n"
     "                   keeps the inputs it has in the whole suite\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
+    "  --precompile     compile each row's kernels into the disk cache (moegemm::precompile_*), print them and\n"
+    "                   exit (needs no GPU; exit 1 when a kernel does not compile)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
 std::vector<std::string> split(const std::string& s) {
@@ -145,6 +149,8 @@ Options parse(int argc, char** argv) {
       o.rows = value();
     } else if (arg == "--list") {
       o.list = true;
+    } else if (arg == "--precompile") {
+      o.precompile = true;
     } else if (arg == "--probe") {
       o.probe = true;
     } else {
@@ -209,6 +215,26 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "moegemm-bench: " << e.what() << "\n";
     return kExitUsage;
+  }
+  if (options.precompile) {
+    // The kernels of every row's call, as the planner picks them for this machine's SM count (or 132).
+    int compiled = 0, cached = 0, failed = 0;
+    std::set<std::string> kernels;
+    for (const Case& c : cases) {
+      try {
+        for (const moegemm::PrecompiledKernel& k : precompile_row(c)) {
+          std::cout << c.suite << ": " << c.label() << " | " << k.name << (k.from_disk ? " cached" : " compiled")
+                    << " (" << static_cast<int>(k.compile_ms) << " ms)\n";
+          if (kernels.insert(k.name).second) (k.from_disk ? cached : compiled) += 1;
+        }
+      } catch (const std::exception& e) {
+        std::cout << c.suite << ": " << c.label() << " | FAILED: " << e.what() << "\n";
+        ++failed;
+      }
+    }
+    std::cout << cases.size() << " cases, " << kernels.size() << " kernels (" << compiled << " compiled, " << cached
+              << " found in the cache), " << failed << " rows failed\n";
+    return failed == 0 ? 0 : 1;
   }
   if (options.list) {
     for (const Case& c : cases) {
