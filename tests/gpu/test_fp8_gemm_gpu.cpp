@@ -381,6 +381,29 @@ TEST(Fp8MaskedGpu, CountsOutOfRangeAreClampedNotFollowed) {
   EXPECT_TRUE(d.guard_intact());
 }
 
+// Replays `exec` (a captured masked call) into D poisoned first, then runs the same call eagerly: the two must be
+// bitwise equal, and the replay must match the oracle for `counts` with nothing written past them.
+void expect_masked_replay_matches_eager(cudaGraphExec_t exec, cudaStream_t stream, DeviceBuffer& d,
+                                        const Fp8Operands& ops, const TensorView& dv, const MaskedLayout& layout,
+                                        int groups, int cap, int n, int k, const std::vector<int>& counts,
+                                        const char* what) {
+  const std::size_t count = static_cast<std::size_t>(groups) * cap * n;
+  d.fill_bytes(0xFF);
+  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto replayed = d.download_as<std::uint16_t>(count);
+  d.fill_bytes(0xFF);
+  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto eager = d.download_as<std::uint16_t>(count);
+  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), eager.size() * 2)) << what;
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
+                                          {ref::MatrixRef::row_major(db.data(), k), n * k}, counts.data());
+  expect_rows_match(replayed, want, n, what);
+}
+
 TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
   MOEGEMM_REQUIRE_GPU();
   const int groups = 6, cap = 96, n = 512, k = 768;
@@ -408,20 +431,7 @@ TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
 
   // New routing written in place, then replay.
   cnt.upload(counts2);
-  d.fill_bytes(0xFF);
-  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto replayed = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
-  d.fill_bytes(0xFF);
-  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto eager = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
-  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), eager.size() * 2));
-  const auto da = ref::dequantize(ops.a);
-  const auto db = ref::dequantize(ops.b);
-  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
-                                          {ref::MatrixRef::row_major(db.data(), k), n * k}, counts2.data());
-  expect_rows_match(replayed, want, n, "graph replay");
+  expect_masked_replay_matches_eager(exec, stream, d, ops, dv, layout, groups, cap, n, k, counts2, "graph replay");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
@@ -475,20 +485,8 @@ TEST(Fp8MaskedGpu, PrecompiledKernelLoadsInsideACaptureWithoutAnEagerCall) {
   EXPECT_TRUE(loaded) << kernels[0].name << " was not loaded from " << kernels[0].path;
 
   MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  d.fill_bytes(0xFF);
-  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto replayed = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
-  d.fill_bytes(0xFF);
-  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto eager = d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n);
-  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), eager.size() * 2));
-  const auto da = ref::dequantize(ops.a);
-  const auto db = ref::dequantize(ops.b);
-  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(da.data(), k), cap * k},
-                                          {ref::MatrixRef::row_major(db.data(), k), n * k}, counts.data());
-  expect_rows_match(replayed, want, n, "precompiled, captured");
+  expect_masked_replay_matches_eager(exec, stream, d, ops, dv, layout, groups, cap, n, k, counts,
+                                     "precompiled, captured");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
