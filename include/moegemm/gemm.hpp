@@ -124,6 +124,8 @@ struct PrecompiledKernel {
   std::string path;        // its file in the cache folder
   bool from_disk = false;  // the file was there already: nothing was compiled
   double compile_ms = 0;   // NVRTC time (for a file found on disk: when it was compiled)
+  int registers = 0;        // per thread, from ptxas's report (0 when it was not found)
+  int spill_bytes = 0;      // bytes of registers spilled to local memory per thread (ptxas's spill stores)
 };
 // The kernels of fp8_gemm_nt (num_groups 1) or of the m-grouped call `grouped_layout`, as plan_fp8_gemm_nt.
 std::vector<PrecompiledKernel> precompile_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0,

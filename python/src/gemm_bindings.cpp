@@ -282,6 +282,8 @@ void bind_gemm(nb::module_& m) {
       .def_ro("path", &PrecompiledKernel::path)
       .def_ro("from_disk", &PrecompiledKernel::from_disk)
       .def_ro("compile_ms", &PrecompiledKernel::compile_ms)
+      .def_ro("registers", &PrecompiledKernel::registers)
+      .def_ro("spill_bytes", &PrecompiledKernel::spill_bytes)
       .def("__repr__", [](const PrecompiledKernel& p) {
         return "PrecompiledKernel(name='" + p.name + "', from_disk=" + (p.from_disk ? "True" : "False") +
                ", path='" + p.path + "')";

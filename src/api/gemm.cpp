@@ -436,6 +436,8 @@ PrecompiledKernel precompiled(const jit::KernelSpec& spec, const KernelConfig& c
   out.path = file.path;
   out.from_disk = file.from_disk;
   out.compile_ms = file.compile_ms;
+  out.registers = file.usage.known ? file.usage.registers : 0;
+  out.spill_bytes = file.usage.spill_store_bytes;
   return out;
 }
 

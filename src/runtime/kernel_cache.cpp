@@ -307,6 +307,7 @@ CachedKernelFile precompile_to_disk(const KernelSpec& spec) {
   out.path = obtained.disk_path;
   out.from_disk = obtained.binary.from_disk;
   out.compile_ms = obtained.binary.compile_ms;
+  out.usage = obtained.binary.usage;
   return out;
 }
 

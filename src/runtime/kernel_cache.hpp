@@ -70,6 +70,7 @@ struct CachedKernelFile {
   std::string path;
   bool from_disk = false;  // the file was there already: nothing was compiled
   double compile_ms = 0;   // NVRTC time (for a file found on disk: when it was compiled)
+  ResourceUsage usage;     // ptxas's report (registers, spills), kept in the file
 };
 
 // The warm-up half of a miss (moegemm::precompile_*): the kernel of spec in the disk cache, compiled now unless an

@@ -36,6 +36,8 @@ TEST_F(Precompile, FirstRequestCompilesThePlannedKernelIntoTheCacheSecondFindsIt
   EXPECT_EQ(first[0].name, launch::gemm_kernel_key(plan, kernels::GroupedKind::kDense));
   EXPECT_FALSE(first[0].from_disk);
   EXPECT_GT(first[0].compile_ms, 0.0);
+  EXPECT_GT(first[0].registers, 0);  // ptxas's report, kept in the file
+  EXPECT_LE(first[0].spill_bytes, 64);
   EXPECT_EQ(fs::path(first[0].path).parent_path(), fs::path(folder_.path()) / "kernels");
   EXPECT_TRUE(fs::exists(first[0].path));
 
@@ -44,6 +46,7 @@ TEST_F(Precompile, FirstRequestCompilesThePlannedKernelIntoTheCacheSecondFindsIt
   ASSERT_EQ(second.size(), 1u);
   EXPECT_TRUE(second[0].from_disk);
   EXPECT_EQ(second[0].path, first[0].path);
+  EXPECT_EQ(second[0].registers, first[0].registers);
   EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
 }
 

@@ -68,7 +68,7 @@ const char* kUsage =
     "                   keeps the inputs it has in the whole suite\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --precompile     compile each row's kernels into the disk cache (moegemm::precompile_*), print them and\n"
-    "                   exit (needs no GPU; exit 1 when a kernel does not compile)\n"
+    "                   exit (needs no GPU; exit 1 when a kernel does not compile or spills over 64 bytes)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
 std::vector<std::string> split(const std::string& s) {
@@ -217,15 +217,25 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options.precompile) {
-    // The kernels of every row's call, as the planner picks them for this machine's SM count (or 132).
+    // The kernels of every row's call, as the planner picks them for this machine's SM count (or 132). A planned
+    // kernel that spills beyond the compile tests' budget (tests/cpu/test_kernel_compile.cpp) fails its row.
+    constexpr int kSpillBudget = 64;
     int compiled = 0, cached = 0, failed = 0;
     std::set<std::string> kernels;
     for (const Case& c : cases) {
       try {
+        bool spills = false;
         for (const moegemm::PrecompiledKernel& k : precompile_row(c)) {
           std::cout << c.suite << ": " << c.label() << " | " << k.name << (k.from_disk ? " cached" : " compiled")
-                    << " (" << static_cast<int>(k.compile_ms) << " ms)\n";
+                    << " (" << static_cast<int>(k.compile_ms) << " ms, " << k.registers << " registers, "
+                    << k.spill_bytes << " bytes spilled)\n";
           if (kernels.insert(k.name).second) (k.from_disk ? cached : compiled) += 1;
+          spills = spills || k.spill_bytes > kSpillBudget;
+        }
+        if (spills) {
+          std::cout << c.suite << ": " << c.label() << " | FAILED: a kernel spills more than " << kSpillBudget
+                    << " bytes per thread (the compile tests' budget)\n";
+          ++failed;
         }
       } catch (const std::exception& e) {
         std::cout << c.suite << ": " << c.label() << " | FAILED: " << e.what() << "\n";
