@@ -124,7 +124,7 @@ struct PrecompiledKernel {
   std::string path;        // its file in the cache folder
   bool from_disk = false;  // the file was there already: nothing was compiled
   double compile_ms = 0;   // NVRTC time (for a file found on disk: when it was compiled)
-  int registers = 0;        // per thread, from ptxas's report (0 when it was not found)
+  int registers = 0;        // per thread, from ptxas's report in NVRTC's log (0 when the log held none)
   int spill_bytes = 0;      // bytes of registers spilled to local memory per thread (ptxas's spill stores)
 };
 // The kernels of fp8_gemm_nt (num_groups 1) or of the m-grouped call `grouped_layout`, as plan_fp8_gemm_nt.
