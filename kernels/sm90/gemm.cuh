@@ -424,11 +424,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
           auto k_loop = [&](auto split_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            // One K block; kAssign (FP8, the tile's first block) sets result instead of adding to it.
-            auto k_block = [&](int kb, auto assign_constant) {
-              constexpr bool kAssign = decltype(assign_constant)::value == 1;
-              // kCPrefetch: the tile's first block, which issues the tile's C load after its WGMMAs.
-              constexpr bool kIssueC = decltype(assign_constant)::value == 2;
+            // One K block of a kind: 0 any, 1 (kAssign: FP8, the tile's first block) sets result instead of adding
+            // to it, 2 (kIssueC: kCPrefetch, the tile's first block) issues the tile's C load after its WGMMAs.
+            auto k_block = [&](int kb, auto kind_constant) {
+              constexpr bool kAssign = decltype(kind_constant)::value == 1;
+              constexpr bool kIssueC = decltype(kind_constant)::value == 2;
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
@@ -522,31 +522,18 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
               }
             };
-            if constexpr (kCPrefetch) {
-              // The first block issues the tile's C load (issue_c_prefetch). (C is added to FP32 or BF16 results,
-              // never to an FP8 (1,128,128) tile's, so no block sets the result here.)
-              static_assert(!kFirstBlockSets);
-              k_block(kb_first, IntConstant<2>{});
-              if constexpr (kUnrollK > 1) {
+            // The tile's first K block runs on its own where it differs from the others: it sets the FP8 result
+            // (kFirstBlockSets: kind 1), or it issues the tile's C load after its WGMMAs (kCPrefetch: kind 2; C is
+            // added to FP32 or BF16 results, never to an FP8 (1,128,128) tile's).
+            static_assert(!(kCPrefetch && kFirstBlockSets));
+            constexpr int kFirstKind = kCPrefetch ? 2 : kFirstBlockSets ? 1 : 0;
+            if constexpr (kFirstKind != 0) k_block(kb_first, IntConstant<kFirstKind>{});
+            constexpr int kPeeled = kFirstKind != 0 ? 1 : 0;
+            if constexpr (kUnrollK > 1) {  // K blocks per iteration: fp8_k_loop_unroll
 #pragma unroll kUnrollK
-                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-              } else {
-                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-              }
-            } else if constexpr (kUnrollK > 1) {  // K blocks per iteration: fp8_k_loop_unroll
-              if constexpr (!kFirstBlockSets) {
-#pragma unroll kUnrollK
-                for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-              } else {
-                k_block(kb_first, IntConstant<1>{});
-#pragma unroll kUnrollK
-                for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-              }
-            } else if constexpr (!kFirstBlockSets) {  // no pragma: the compiler's choice (unroll 1 changed some)
-              for (int kb = kb_first; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
-            } else {
-              k_block(kb_first, IntConstant<1>{});
-              for (int kb = kb_first + 1; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              for (int kb = kb_first + kPeeled; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+            } else {  // no pragma: the compiler's choice (unroll 1 changed some)
+              for (int kb = kb_first + kPeeled; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             }
           };
           if constexpr (kRowScaledB || kUnscaled) {
