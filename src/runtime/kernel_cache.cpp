@@ -122,13 +122,15 @@ ObtainedBinary obtain_binary(const KernelSpec& spec, const std::function<void()>
   return out;
 }
 
+// What a capture error tells the caller to do.
+constexpr const char* kWarmUpHint =
+    "call the same GEMM once before capture to warm up, or precompile it (moegemm::precompile_*)";
+
 [[noreturn]] void throw_capture_error(const std::string& name, void* stream, const std::string& detail) {
   char stream_text[32];
   std::snprintf(stream_text, sizeof(stream_text), "%p", stream);
-  throw Error(ErrorCode::kCaptureError,
-              "kernel " + name + " is not compiled yet and stream " + stream_text +
-                  " is being captured into a CUDA graph" + detail +
-                  ": call the same GEMM once before capture to warm up, or precompile it (moegemm::precompile_*)");
+  throw Error(ErrorCode::kCaptureError, "kernel " + name + " is not compiled yet and stream " + stream_text +
+                                            " is being captured into a CUDA graph" + detail + ": " + kWarmUpHint);
 }
 
 void forbid_compile_during_capture(const std::string& name, void* stream) {
@@ -167,10 +169,9 @@ std::unique_ptr<Kernel> load_module(const std::string& key, const KernelSpec& sp
     RelaxedCaptureScope relaxed;
     CUresult loaded = d.cuModuleLoadData(&kernel->module, obtained.binary.cubin.data());
     if (is_capture_error(loaded)) {
-      throw Error(ErrorCode::kCaptureError,
-                  "kernel " + spec.name + ": cuModuleLoadData failed during stream " + "capture (" +
-                      describe_result(loaded) +
-                      "): call the same GEMM once before capture to warm up, or precompile it (moegemm::precompile_*)");
+      throw Error(ErrorCode::kCaptureError, "kernel " + spec.name +
+                                                ": cuModuleLoadData failed during stream capture (" +
+                                                describe_result(loaded) + "): " + kWarmUpHint);
     }
     check(loaded, "cuModuleLoadData");
     CUresult found = d.cuModuleGetFunction(&kernel->function, kernel->module, obtained.binary.lowered_name.c_str());
