@@ -257,6 +257,19 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
 
 namespace {
 
+// A BF16 call's recipe: FP32 D (with or without C), BF16 D with C, or BF16 D. The calls and the plan queries both
+// name their kernels through it.
+kernels::sm90::GemmRecipe bf16_recipe(bool fp32_d, bool with_c) {
+  using kernels::sm90::GemmRecipe;
+  return fp32_d ? GemmRecipe::kBf16Fp32 : with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
+}
+
+// Operand majors as the kernel takes them: bit 0 an MN-major A, bit 1 an MN-major B.
+int mn_major_bits(bool a_mn_major, bool b_mn_major) { return (a_mn_major ? 1 : 0) | (b_mn_major ? 2 : 0); }
+
+// The k-grouped BF16 call (tn): A [sum K, M] and B [sum K, N], both MN-major.
+constexpr int kKGroupedTnMajors = 3;
+
 // The planner's choice for BF16 (the calls and plan_bf16_gemm): the model over the tiles the recipe and the layout
 // allow, then pairs sharing B where they were measured faster (M = 65-128, 64-row tiles at least 128 wide: the FP8
 // rule, measured for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md), which need a K-major B.
@@ -282,11 +295,11 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
 // (dense only: the m-grouped forms take no C), or FP32 D with or without C.
 void run_bf16(const validate::GemmProblem& p, Stream stream) {
   using kernels::sm90::GemmRecipe;
-  const int mn_major = (p.a.major == validate::Major::kMN ? 1 : 0) | (p.b.major == validate::Major::kMN ? 2 : 0);
+  const int mn_major = mn_major_bits(p.a.major == validate::Major::kMN, p.b.major == validate::Major::kMN);
   if (p.empty) return;
   const int sms = resolve_num_sms(p.max_sms);
   const bool fp32_out = p.d.dtype == DType::kFloat32;
-  const GemmRecipe recipe = fp32_out ? GemmRecipe::kBf16Fp32 : p.has_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
+  const GemmRecipe recipe = bf16_recipe(fp32_out, p.has_c);
   KernelConfig config;
   if (p.config != nullptr) {
     const kernels::GroupedKind layout = to_launch(p).layout;
@@ -339,14 +352,16 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   KernelConfig config;
   if (p.config != nullptr) {
     config = checked_override(*p.config, sms, kRecipe, kernels::GroupedKind::kKGrouped, [](const KernelConfig& cfg) {
-      plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
+      plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, kKGroupedTnMajors,
+                              kernels::GroupedKind::kKGrouped);
     });
   } else {
-    config = plan_bf16(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, 3, kernels::GroupedKind::kKGrouped);
+    config = plan_bf16(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, kKGroupedTnMajors,
+                       kernels::GroupedKind::kKGrouped);
   }
   launch::GemmLaunch l = to_launch(p);
   l.recipe = kRecipe;
-  l.mn_major = 3;
+  l.mn_major = kKGroupedTnMajors;
   l.routing = p.ks_device;
   l.host_ks = &p.ks;
   set_kgrouped_c(p, l);
@@ -416,14 +431,15 @@ PlannedKernel planned_bf16(const Bf16PlanQuery& q) {
   const int sms = planning_sms();
   if (planned.layout == kernels::GroupedKind::kKGrouped) {
     planned.recipe = GemmRecipe::kBf16Fp32;
-    planned.mn_major = 3;  // A [sum K, M] and B [sum K, N]: both MN-major
-    planned.config = plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, planned.recipe, 3, planned.layout);
+    planned.mn_major = kKGroupedTnMajors;
+    planned.config =
+        plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, planned.recipe, planned.mn_major, planned.layout);
     return planned;
   }
   const plan::ShapeHint h = m_grouped_query_hint(
       q.m, q.n, q.k, planned.layout == kernels::GroupedKind::kDense ? 1 : q.num_groups, q.expected_m);
-  planned.recipe = q.fp32_d ? GemmRecipe::kBf16Fp32 : q.with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
-  planned.mn_major = (q.a_mn_major ? 1 : 0) | (q.b_mn_major ? 2 : 0);
+  planned.recipe = bf16_recipe(q.fp32_d, q.with_c);
+  planned.mn_major = mn_major_bits(q.a_mn_major, q.b_mn_major);
   planned.config = plan_bf16(h, sms, planned.recipe, planned.mn_major, planned.layout);
   return planned;
 }
