@@ -351,6 +351,10 @@ ProbeVerdict Runner::run_probe(const BaselineSpec& spec) {
 
 CaseResult Runner::run(const Case& c) {
   CaseResult result;
+  // Every timing of the row: this runner's stream, settings, L2 flush buffer, clock sampler and kernel timer.
+  auto time = [&](const std::vector<TimedCall>& calls) {
+    time_calls(calls, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
+  };
   result.c = c;
   result.moegemm.name = "moegemm";
   if (settings_.print_config) result.plan = planned_config(c);
@@ -401,7 +405,7 @@ CaseResult Runner::run(const Case& c) {
         result.moegemm.status = "pending";
         deferred.push_back({p.call, &result.moegemm});
       } else {
-        time_calls({{p.call, &result.moegemm}}, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
+        time({{p.call, &result.moegemm}});
       }
     } catch (const moegemm::Error& e) {
       result.moegemm.status = e.code() == moegemm::ErrorCode::kUnsupported ? "not built" : "error";
@@ -458,7 +462,7 @@ CaseResult Runner::run(const Case& c) {
           deferred.push_back({call, &result.baselines.back()});
           continue;
         }
-        time_calls({{call, &timing}}, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
+        time({{call, &timing}});
       } catch (const CudaFailure& e) {
         timing.status = "error";
         timing.detail = e.what();
@@ -481,7 +485,7 @@ CaseResult Runner::run(const Case& c) {
         fail_all("not run, the CUDA context was lost");
       } else {
         try {
-          time_calls(deferred, stream_, settings_, flush_.get(), *sampler_, kernel_timer_.get());
+          time(deferred);
         } catch (const std::exception& e) {
           fail_all(e.what());
           note_failure(std::string("interleaved timing: ") + e.what());
