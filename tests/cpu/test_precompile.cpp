@@ -75,26 +75,19 @@ TEST_F(Precompile, Bf16QueriesNameTheirRecipeAndMajors) {
 
 TEST_F(Precompile, RefusesBeforeCompilingWhenNothingWouldBeKept) {
   const jit::JitStats before = jit::jit_stats();
-  {
-    test::ScopedEnv off("MOEGEMM_JIT_DISK_CACHE", "0");
+  // The request under `env` must throw kUnsupported with `reason` in its message.
+  auto expect_refused = [](const char* env, const char* value, const char* reason) {
+    test::ScopedEnv scoped(env, std::string(value));
     try {
       precompile_fp8_gemm_nt(128, 512, 256);
-      ADD_FAILURE() << "precompile with the disk cache off did not throw";
+      ADD_FAILURE() << "precompile with " << env << "=" << value << " did not throw";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-      EXPECT_NE(std::string(e.what()).find("MOEGEMM_JIT_DISK_CACHE=0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
     }
-  }
-  {
-    test::ScopedEnv unwritable("MOEGEMM_CACHE_DIR", "/proc/moegemm-no-such-folder");
-    try {
-      precompile_fp8_gemm_nt(128, 512, 256);
-      ADD_FAILURE() << "precompile into an unwritable folder did not throw";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-      EXPECT_NE(std::string(e.what()).find("cannot be written"), std::string::npos) << e.what();
-    }
-  }
+  };
+  expect_refused("MOEGEMM_JIT_DISK_CACHE", "0", "MOEGEMM_JIT_DISK_CACHE=0");
+  expect_refused("MOEGEMM_CACHE_DIR", "/proc/moegemm-no-such-folder", "cannot be written");
   EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
 }
 
