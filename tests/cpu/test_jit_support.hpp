@@ -56,6 +56,18 @@ class TempFolder {
   std::string path_;
 };
 
+// A fresh, enabled disk cache for the scope: a new temporary folder as MOEGEMM_CACHE_DIR, MOEGEMM_JIT_DISK_CACHE
+// unset. (path() is empty if the folder could not be made.)
+class ScopedCacheFolder {
+ public:
+  const std::string& path() const { return folder_.path(); }
+
+ private:
+  TempFolder folder_;
+  ScopedEnv cache_dir_{"MOEGEMM_CACHE_DIR", folder_.path()};
+  ScopedEnv enabled_{"MOEGEMM_JIT_DISK_CACHE", std::nullopt};
+};
+
 // A kernel that only sm_90a accepts (WGMMA fence, setmaxnreg, an mbarrier) and that includes an embedded header.
 // `tag` changes the source (and so the disk key) without changing what it does.
 inline jit::KernelSpec sm90a_probe_spec(int scale = 3, const std::string& tag = "") {

@@ -22,9 +22,7 @@ namespace fs = std::filesystem;
 class Precompile : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(folder_.path().empty()); }
-  test::TempFolder folder_;
-  test::ScopedEnv cache_dir_{"MOEGEMM_CACHE_DIR", folder_.path()};
-  test::ScopedEnv enabled_{"MOEGEMM_JIT_DISK_CACHE", std::nullopt};
+  test::ScopedCacheFolder folder_;
 };
 
 TEST_F(Precompile, FirstRequestCompilesThePlannedKernelIntoTheCacheSecondFindsIt) {

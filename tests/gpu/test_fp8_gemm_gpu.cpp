@@ -443,10 +443,8 @@ TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
 TEST(Fp8MaskedGpu, PrecompiledKernelLoadsInsideACaptureWithoutAnEagerCall) {
   MOEGEMM_REQUIRE_GPU();
   const int groups = 4, cap = 80, n = 384, k = 640;
-  test::TempFolder folder;
+  test::ScopedCacheFolder folder;
   ASSERT_FALSE(folder.path().empty());
-  test::ScopedEnv cache_dir("MOEGEMM_CACHE_DIR", folder.path());
-  test::ScopedEnv enabled("MOEGEMM_JIT_DISK_CACHE", std::nullopt);
   std::mt19937 rng(37);
   Fp8Operands ops(groups, cap, n, k, groups, rng);
   DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2);
