@@ -203,17 +203,27 @@ MOEGEMM_HD int pick_raster_band(int m_blocks, int n_blocks, int block_m, int blo
 // The work of one persistent CTA: linear items cta, cta + num_ctas, ... over all groups' tiles, group by group.
 // Producer and consumer warps each own a copy; both see the same sequence because it depends only on the inputs.
 // The iterator keeps a cursor on the current group and only moves it forward: O(G + items) per CTA in total.
-class TileIterator {
+//
+// A kernel names what it knows at compile time: its layout (kKind, a GroupedKind value) and its tile (kBlockM,
+// kBlockN: the problem's block_m and block_n, cluster pairs included). The layout's branches and the divisions by
+// the tile's sides then fold away: the dense decode kernels' producer reached its first copy about 0.4 us after
+// setmaxnreg, most of it four run-time integer divisions and the layout dispatch (docs/results/
+// 2026-12-04-decode-start.md). A problem that disagrees with those constants yields no tiles. -1 and 0: read from
+// the problem (the host and the CPU tests).
+template <int kKind = -1, int kBlockM = 0, int kBlockN = 0>
+class TileIteratorFor {
  public:
-  MOEGEMM_HD TileIterator(const SchedulerProblem& p, int cta, int num_ctas)
+  MOEGEMM_HD TileIteratorFor(const SchedulerProblem& p, int cta, int num_ctas)
       : p_(p), item_(cta), stride_(num_ctas) {
-    if (!scheduler_problem_is_well_formed(p) || cta < 0 || num_ctas <= 0) {
+    const bool as_compiled = (kKind < 0 || static_cast<int>(p.kind) == kKind) &&
+                             (kBlockM <= 0 || p.block_m == kBlockM) && (kBlockN <= 0 || p.block_n == kBlockN);
+    if (!as_compiled || !scheduler_problem_is_well_formed(p) || cta < 0 || num_ctas <= 0) {
       item_ = 0;  // with no segments, next() stops at once
       stride_ = 1;
       return;
     }
-    n_blocks_ = ceil_div(p.n, p.block_n);
-    const bool one_segment = p.kind == GroupedKind::kDense || p.kind == GroupedKind::kContiguousRowToGroup;
+    n_blocks_ = ceil_div(p.n, block_n());
+    const bool one_segment = kind() == GroupedKind::kDense || kind() == GroupedKind::kContiguousRowToGroup;
     segments_ = one_segment ? 1 : p.num_groups;
     if (n_blocks_ == 0 || p.num_groups == 0) segments_ = 0;
   }
@@ -234,13 +244,13 @@ class TileIterator {
     const BlockCoord c = rasterize(local, m_blocks_, n_blocks_, p_.band);
     work.m_block = c.m_block;
     work.n_block = c.n_block;
-    work.n_begin = c.n_block * p_.block_n;
-    work.row_begin = row_begin_ + c.m_block * p_.block_m;
-    work.row_limit = min_of(work.row_begin + p_.block_m, row_end_);
-    work.a_row = a_row_base_ + c.m_block * p_.block_m;
+    work.n_begin = c.n_block * block_n();
+    work.row_begin = row_begin_ + c.m_block * block_m();
+    work.row_limit = min_of(work.row_begin + block_m(), row_end_);
+    work.a_row = a_row_base_ + c.m_block * block_m();
     work.k_begin = k_begin_;
     work.k_len = k_len_;
-    if (p_.kind == GroupedKind::kContiguousRowToGroup) {
+    if (kind() == GroupedKind::kContiguousRowToGroup) {
       if (!resolve_passes) {
         work.group = kUnresolvedGroup;
         work.b_row = work.n_begin;
@@ -250,20 +260,25 @@ class TileIterator {
     } else {
       work.group = segment_;
     }
-    work.b_row = pass_b_row(p_, work, work.group);
+    // pass_b_row, with the layout known
+    work.b_row = kind() == GroupedKind::kKGrouped || work.group < 0 ? work.n_begin : work.group * p_.n + work.n_begin;
     return true;
   }
 
  private:
+  MOEGEMM_HD GroupedKind kind() const { return kKind >= 0 ? static_cast<GroupedKind>(kKind) : p_.kind; }
+  MOEGEMM_HD int block_m() const { return kBlockM > 0 ? kBlockM : p_.block_m; }
+  MOEGEMM_HD int block_n() const { return kBlockN > 0 ? kBlockN : p_.block_n; }
+
   // Moves the cursor to segment s (the next one): its rows, m-blocks and K range, from the previous segment's.
   MOEGEMM_HD void enter_segment(int s) {
     segment_ = s;
-    const int bm = p_.block_m;
+    const int bm = block_m();
     int begin = 0, end = p_.rows;
     a_row_base_ = 0;
     k_begin_ = 0;
     k_len_ = p_.k;
-    switch (p_.kind) {
+    switch (kind()) {
       case GroupedKind::kDense:
       case GroupedKind::kContiguousRowToGroup:
         break;
@@ -309,5 +324,8 @@ class TileIterator {
   int k_len_ = 0;
   int carry_ = 0;  // group ends: previous group's end; k-grouped: K consumed by previous experts
 };
+
+// The layout and tile read from the problem.
+using TileIterator = TileIteratorFor<>;
 
 }  // namespace moegemm::kernels

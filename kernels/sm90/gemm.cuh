@@ -180,6 +180,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   const int split_rank = kSplitK > 1 ? static_cast<int>(cluster_rank) : 0;
   const int split_kb_begin = split_k_begin(num_kb, kSplitK, split_rank);
   const int split_kb_end = split_k_begin(num_kb, kSplitK, split_rank + 1);
+  // The scheduler, with this kernel's layout and (pair) tile as constants (the host's problem says the same).
+  using Tiles = TileIteratorFor<kKind, kBlockM * kClusterM, kBlockN * kClusterN>;
   // This CTA's part of a pair tile (the pair itself without a cluster).
   auto cta_tile = [&](const TileWork& pair) {
     if constexpr (kClusterM > 1) return cluster_half(pair, static_cast<int>(cluster_rank), kBlockM);
@@ -203,7 +205,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       const u32 sfa_stage0 = smem_base + kSmem.sfa_offset;
       const u32 sfb_stage0 = smem_base + kSmem.sfb_offset;
       PipelineCursor cur;
-      TileIterator tiles(prob, cluster_id, num_clusters);
+      Tiles tiles(prob, cluster_id, num_clusters);
       TileWork pair;
       while (tiles.next(pair, false)) {
         const TileWork w = cta_tile(pair);
@@ -341,7 +343,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       }
     };
     PipelineCursor cur;
-    TileIterator tiles(prob, cluster_id, num_clusters);
+    Tiles tiles(prob, cluster_id, num_clusters);
     TileWork pair;
     float acc[kAcc];
     float result[kWaves][kAcc];

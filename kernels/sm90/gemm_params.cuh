@@ -36,6 +36,10 @@ inline constexpr int kMaxInlineKGroups = 128;
 
 struct GemmParams {
   SchedulerProblem problem;  // kind, G, rows (M | M_total | capacity), n, k, tile shape, band, routing
+  // Bytes TMA delivers per stage: gemm_stage_tx_bytes() of the rows A's box holds (block_m, or fewer: a_box_rows()).
+  // Next to the problem: the producer's first copy needs both, and each parameter line a kernel reads first costs
+  // it a constant-cache miss on the way to that copy.
+  unsigned tx_bytes;
   // Scales of B: element (g, n_block128, k_block) at sfb + g*sfb_group_stride + nb*sfb_n_stride + kb*sfb_k_stride.
   const float* sfb;
   long long sfb_group_stride, sfb_n_stride, sfb_k_stride;
@@ -63,8 +67,6 @@ struct GemmParams {
   // the stream-ordered descriptor step (sm90/kgrouped_descriptors.cuh) before this launch; problem.routing then
   // points at that step's sanitised sizes.
   const TmaDescriptor* kgrouped_tma;
-  // Bytes TMA delivers per stage: gemm_stage_tx_bytes() of the rows A's box holds (block_m, or fewer: a_box_rows()).
-  unsigned tx_bytes;
   // Kernels that store D through TMA (gemm_tma_store): bf16 [rows, N] with row stride ldd, or [G, capacity, N]
   // (masked), box {64, 64}, 128B swizzle; FP32 D: fp32 [M, N] (dense) or [G, M, N] (k-grouped), box {32, 64}, 128B
   // swizzle.
