@@ -63,6 +63,9 @@ struct BlockCoord {
 // The tile at index i (0 <= i < m_blocks * n_blocks) inside one group. Tiles go in bands of `band` m-blocks; inside
 // a band the m-block varies fastest, so CTAs running side by side share B tiles (one n-block) and a band's A rows.
 MOEGEMM_HD BlockCoord rasterize(int i, int m_blocks, int n_blocks, int band) {
+  // One block of rows (decode, and masked experts of a few tokens): what the general case below computes, without
+  // its two run-time divisions on the way to a kernel's first copy.
+  if (m_blocks == 1) return BlockCoord{0, i};
   band = min_of(max_of(band, 1), max_of(m_blocks, 1));
   const int band_tiles = band * n_blocks;
   const int band_index = i / band_tiles;
