@@ -209,8 +209,8 @@ MOEGEMM_HD int pick_raster_band(int m_blocks, int n_blocks, int block_m, int blo
 //
 // A kernel names what it knows at compile time: its layout (kKind, a GroupedKind value) and its tile (kBlockM,
 // kBlockN: the problem's block_m and block_n, cluster pairs included). The layout's branches and the divisions by
-// the tile's sides then fold away: the dense decode kernels' producer reached its first copy about 0.4 us after
-// setmaxnreg, most of it four run-time integer divisions and the layout dispatch (docs/results/
+// the tile's sides then fold away: a dense decode kernel's producer took about 0.6 us from setmaxnreg to its first
+// tile, through four run-time integer divisions and the layout dispatched at run time (docs/results/
 // 2026-12-04-decode-start.md). A problem that disagrees with those constants yields no tiles. -1 and 0: read from
 // the problem (the host and the CPU tests).
 template <int kKind = -1, int kBlockM = 0, int kBlockN = 0>
