@@ -136,9 +136,12 @@ MOEGEMM_HD int next_pass_group(const SchedulerProblem& p, const TileWork& work, 
 }
 
 // Row of B ([G * N, K] flattened) for a pass; meaningful only for pass_group >= 0 (a pass of -1 runs no MMA).
+MOEGEMM_HD int pass_b_row(GroupedKind kind, int n, const TileWork& work, int pass_group) {
+  if (kind == GroupedKind::kKGrouped || pass_group < 0) return work.n_begin;
+  return pass_group * n + work.n_begin;
+}
 MOEGEMM_HD int pass_b_row(const SchedulerProblem& p, const TileWork& work, int pass_group) {
-  if (p.kind == GroupedKind::kKGrouped || pass_group < 0) return work.n_begin;
-  return pass_group * p.n + work.n_begin;
+  return pass_b_row(p.kind, p.n, work, pass_group);
 }
 
 // Shapes the scheduler cannot work with. The host rejects these before launch with a proper error; on the device
@@ -263,8 +266,7 @@ class TileIteratorFor {
     } else {
       work.group = segment_;
     }
-    // pass_b_row, with the layout known
-    work.b_row = kind() == GroupedKind::kKGrouped || work.group < 0 ? work.n_begin : work.group * p_.n + work.n_begin;
+    work.b_row = pass_b_row(kind(), p_.n, work, work.group);
     return true;
   }
 

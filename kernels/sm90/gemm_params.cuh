@@ -37,8 +37,9 @@ inline constexpr int kMaxInlineKGroups = 128;
 struct GemmParams {
   SchedulerProblem problem;  // kind, G, rows (M | M_total | capacity), n, k, tile shape, band, routing
   // Bytes TMA delivers per stage: gemm_stage_tx_bytes() of the rows A's box holds (block_m, or fewer: a_box_rows()).
-  // Next to the problem: the producer's first copy needs both, and each parameter line a kernel reads first costs
-  // it a constant-cache miss on the way to that copy.
+  // Next to the problem, which the producer reads on the way to its first copy too: at the end of the parameters it
+  // was a line of its own, read just before that copy (a decode kernel's first parameter read took 0.36 us:
+  // docs/results/2026-12-04-decode-start.md).
   unsigned tx_bytes;
   // Scales of B: element (g, n_block128, k_block) at sfb + g*sfb_group_stride + nb*sfb_n_stride + kb*sfb_k_stride.
   const float* sfb;
