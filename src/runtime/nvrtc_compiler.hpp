@@ -16,6 +16,10 @@ struct ResourceUsage {
   bool known = false;           // ptxas's report for the entry function was found and read
 };
 
+// Spilled bytes per thread a shipped kernel may have (ptxas's spill stores): the compile checks, the precompile test
+// and `moegemm-bench --precompile` hold every kernel to it.
+inline constexpr int kSpillBudgetBytes = 64;
+
 struct CompiledBinary {
   std::vector<char> cubin;
   std::string lowered_name;  // the mangled symbol of the kernel's name expression
