@@ -222,6 +222,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             const int k_base = warp_uniform(kKGrouped ? w.k_begin : 0);  // the expert's offset in the concatenated K
             const int a_row = warp_uniform(w.a_row);
             const int n_begin = warp_uniform(w.n_begin);
+            // Masked: the A boxes this tile's valid rows need, and the stage's bytes without the boxes it skips.
+            const int a_boxes =
+                kMasked ? warp_uniform(masked_a_boxes(w.row_limit - w.row_begin, kBlockM)) : kBlockM / kMaskedABoxRows;
+            const u32 stage_tx =
+                kMasked ? params.tx_bytes - static_cast<u32>((kBlockM - a_boxes * kMaskedABoxRows) * kRowBytes)
+                        : params.tx_bytes;
             BScaleBlocks b_scales{};
             if constexpr (kBScalesInStages) b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);
             if constexpr (kKGroupedFp8) {
@@ -242,7 +248,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               const u32 sfb_dst = sfb_stage0 + stage * kSmem.sfb_bytes;
               const int k_coord = kb * kStageK;
               if (elect_one()) {
-                mbarrier_arrive_expect_tx(bar, params.tx_bytes);
+                mbarrier_arrive_expect_tx(bar, stage_tx);
                 if constexpr (kKGroupedFp8) {
                   // Expert g's own [M, K_g] / [N, K_g] blocks: K from 0 inside them; its scales start at k_base / 128.
                   const TmaDescriptor* desc_a = params.kgrouped_tma + 2 * g;
@@ -253,7 +259,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 } else {
                   if constexpr (kMasked) {
                     const int row_in_group = a_row - g * prob.rows;
-                    tma_load_3d(a_dst, &params.tma_a, bar, k_coord, row_in_group, g);
+                    for (int c = 0; c < a_boxes; ++c) {
+                      tma_load_3d(a_dst + c * (kMaskedABoxRows * kRowBytes), &params.tma_a, bar, k_coord,
+                                  row_in_group + c * kMaskedABoxRows, g);
+                    }
                     if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, row_in_group, g * num_kb + kb);
                   } else {
                     if constexpr (kMnMajorA) {

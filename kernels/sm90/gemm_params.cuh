@@ -340,6 +340,19 @@ MOEGEMM_HD constexpr int a_box_rows(long long a_rows, int block_m, bool k_major_
   return static_cast<int>((a_rows + 7) / 8 * 8);
 }
 
+// Masked A arrives in boxes of this many rows, as many as the tile's valid rows need (masked_a_boxes): an expert
+// of a few tokens on a 64-row tile takes one box (4 KiB a stage instead of 8). The slab is in bounds (capacity rows),
+// so a box of block_m rows would copy the rows past the expert's count from memory. As with a_box_rows, the stage's
+// rows past the boxes are stale and reach only accumulator rows at or past the count, which no epilogue stores.
+inline constexpr int kMaskedABoxRows = 32;
+
+// Boxes of kMaskedABoxRows rows a masked tile with `valid_rows` rows loads per stage: at least one (the lower half
+// of a cluster pair may hold no row and still runs its K loop), at most block_m / kMaskedABoxRows.
+MOEGEMM_HD constexpr int masked_a_boxes(int valid_rows, int block_m) {
+  const int boxes = (valid_rows + kMaskedABoxRows - 1) / kMaskedABoxRows;
+  return boxes < 1 ? 1 : (boxes > block_m / kMaskedABoxRows ? block_m / kMaskedABoxRows : boxes);
+}
+
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
 // with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in
 // gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
