@@ -334,7 +334,8 @@ MOEGEMM_HD constexpr unsigned gemm_stage_tx_bytes(int a_rows, int block_n, int r
 // row it zero-fills (dense M = 1 on a 64-row tile: 27.6 us against 18.1 us at M = 64 with the same kernel). WGMMA
 // still reads block_m rows of the stage; the rows past the box are stale and reach only accumulator rows past M,
 // which no epilogue stores (each output row depends on its own A row alone). Masked slabs are in bounds (capacity
-// rows), MN-major A has [64 K][64 M] boxes, and clusters split rows between CTAs: those keep block_m.
+// rows): their scales keep block_m rows and A has boxes of its own (kMaskedABoxRows). MN-major A has [64 K][64 M]
+// boxes, and clusters split rows between CTAs: those keep block_m.
 MOEGEMM_HD constexpr int a_box_rows(long long a_rows, int block_m, bool k_major_2d, int cluster_m) {
   if (!k_major_2d || cluster_m != 1 || a_rows >= block_m) return block_m;
   return static_cast<int>((a_rows + 7) / 8 * 8);
