@@ -70,14 +70,24 @@ KernelConfig retiled(KernelConfig config, int block_m, int block_n, int k_splits
 
 }  // namespace
 
-long long gemm_waves_of(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
-  // A cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty).
+namespace {
+
+// CTA tiles of a problem: a cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty).
+long long gemm_tiles_of(const ShapeHint& h, int block_m, int block_n, int cluster_m) {
   const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
   const long long m_blocks = std::max<long long>(1, (h.m_per_group + pair_rows - 1) / pair_rows) * cluster_m;
   const long long n_blocks = (h.n + block_n - 1) / block_n;
-  const long long tiles = m_blocks * n_blocks * h.num_groups;
-  const long long slots = num_sms / cluster_m * cluster_m;
-  return (tiles + slots - 1) / slots;
+  return m_blocks * n_blocks * h.num_groups;
+}
+
+// The CTAs that run at once: whole clusters.
+long long gemm_slots_of(int num_sms, int cluster_m) { return num_sms / cluster_m * cluster_m; }
+
+}  // namespace
+
+long long gemm_waves_of(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
+  const long long slots = gemm_slots_of(num_sms, cluster_m);
+  return (gemm_tiles_of(h, block_m, block_n, cluster_m) + slots - 1) / slots;
 }
 
 double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
@@ -85,7 +95,6 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
   const bool bf16 = kernels::sm90::recipe_is_bf16(recipe);
   const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
   const double esize = bf16 ? 2.0 : 1.0;
-  const long long waves = gemm_waves_of(h, block_m, block_n, cluster_m, num_sms);
   // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows; in
   // a cluster of two each CTA loads half of B.
   const double mma_us = 2.0 * block_m * block_n * h.k / flops_per_sm * 1e6;
@@ -99,7 +108,18 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
   const double out_bytes = recipe == static_cast<int>(kernels::sm90::GemmRecipe::kBf16AddC) ? 4.0 : 2.0;
   const double hbm_bytes = static_cast<double>(h.num_groups) *
                            (esize * (h.m_per_group * h.k + 1.0 * h.n * h.k) + out_bytes * h.m_per_group * h.n);
-  return std::max(static_cast<double>(waves) * per_tile_us, hbm_bytes / kHbmBytes * 1e6);
+  // Wave by wave: a full wave takes the longer of a tile's time and its tiles' share of HBM; so does the last one,
+  // whose fewer tiles leave HBM idle when a tile's own time is the longer (the same taken over the whole problem,
+  // as before, called a last wave of a third of the SMs as cheap as a third of a wave: measured, masked expected
+  // M 20 with G = 32 and N = 4096, 64x96 tiles whose last wave holds 56 of 1376 ran 3% longer than 64x128 tiles
+  // whose last holds 100 of 1024, docs/results/2026-12-04-masked-a-boxes.md).
+  const long long tiles = gemm_tiles_of(h, block_m, block_n, cluster_m);
+  const long long slots = gemm_slots_of(num_sms, cluster_m);
+  const double tile_hbm_us = hbm_bytes / static_cast<double>(tiles) / kHbmBytes * 1e6;
+  const long long full_waves = tiles / slots, last_tiles = tiles % slots;
+  const double full_wave_us = std::max(per_tile_us, static_cast<double>(slots) * tile_hbm_us);
+  const double last_wave_us = last_tiles > 0 ? std::max(per_tile_us, static_cast<double>(last_tiles) * tile_hbm_us) : 0;
+  return static_cast<double>(full_waves) * full_wave_us + last_wave_us;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_support.hpp"
@@ -566,6 +567,21 @@ TEST(Fp8MaskedGpu, TmaStoresAndTallTilesStayInsideTheirGroup) {
   }
   const KernelConfig tall = tile_config(256, 128, 3);
   run_masked_case(8, 32, 256, 256, {0, 1, 16, 31, 32, 1, 32, 32}, rng, "8 groups x 32, 256x128", &tall);
+}
+
+// The decode tiles the planner picks for masked experts of a few tokens (64 rows, 96 to 192 wide; FP8 has no 176,
+// gemm_block_n_supported), and 112 (used by the benchmark sweeps): counts on both
+// sides of the 32-row A boxes (masked_a_boxes) and of the tile, a capacity that is no multiple of either, N leaving a
+// partial tile at every width, a partial last K block.
+TEST(Fp8MaskedGpu, DecodeTilesCopyOnlyTheRowsTheExpertHas) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(57);
+  const std::vector<int> counts = {0, 1, 20, 31, 32, 33, 63, 64, 65, 100};
+  for (const auto& [bn, st] :
+       {std::pair{96, 10}, std::pair{112, 9}, std::pair{128, 8}, std::pair{160, 7}, std::pair{192, 6}}) {
+    const KernelConfig cfg = tile_config(64, bn, st);
+    run_masked_case(static_cast<int>(counts.size()), 100, 400, 576, counts, rng, config_name(cfg).c_str(), &cfg);
+  }
 }
 
 TEST(Fp8ContiguousGpu, RowToGroupWithPaddingMixedBlocksAndBadIndices) {
