@@ -189,6 +189,31 @@ TEST(Fp8Plan, MaskedRowTilesFromExpectedM512) {
   }
 }
 
+// The model adds up the waves one by one: a memory-bound problem whose last wave holds a few tiles pays a whole
+// tile's time for it, one whose last wave is full pays only its share of HBM; problems of one wave or less model as
+// before (the longer of a tile's time and the HBM floor). Masked expected M 20, G = 32, N = 4096: 64x96 tiles leave
+// 56 of 1376 in the last wave, 64x128 100 of 1024; measured 64x128 3% faster (docs/results/
+// 2026-12-04-masked-a-boxes.md, runs 1-3), and the planner takes it.
+TEST(Fp8Plan, ThinLastWaveCostsATile) {
+  using kernels::GroupedKind;
+  const plan::ShapeHint decode{20, 4096, 4096, 32};
+  EXPECT_EQ(plan::gemm_waves_of(decode, 64, 96, 1, 132), 11);
+  EXPECT_EQ(plan::gemm_waves_of(decode, 64, 128, 1, 132), 8);
+  const double us96 = plan::gemm_modelled_us(decode, 64, 96, 1, 132);
+  const double us128 = plan::gemm_modelled_us(decode, 64, 128, 1, 132);
+  // HBM floor: 32 x (20 x 4096 + 4096 x 4096 + 2 x 20 x 4096) bytes at 4 TB/s.
+  const double floor_us = 32.0 * (20.0 * 4096 + 4096.0 * 4096 + 2.0 * 20 * 4096) / 4.0e12 * 1e6;
+  EXPECT_NEAR(us128, floor_us, 1e-6 * floor_us);  // the last wave's 100 tiles draw their share of HBM
+  EXPECT_GT(us96, floor_us * 1.02);                // 56 tiles cannot
+  const KernelConfig c = plan::choose_fp8_1d2d_config(decode, 132, false, GroupedKind::kMasked);
+  EXPECT_EQ(c.block_m, 64);
+  EXPECT_EQ(c.block_n, 128) << c.to_string();
+  // Whole waves only (33 experts: 8 waves of 64x128 tiles): the floor, as the old model gave.
+  const plan::ShapeHint whole{20, 4096, 4096, 33};
+  const double whole_floor_us = 33.0 * (20.0 * 4096 + 4096.0 * 4096 + 2.0 * 20 * 4096) / 4.0e12 * 1e6;
+  EXPECT_NEAR(plan::gemm_modelled_us(whole, 64, 128, 1, 132), whole_floor_us, 1e-6 * whole_floor_us);
+}
+
 // The public plan queries return what the calls run: the same choice functions, the same hints.
 TEST(PlanQueries, MatchThePlannersChoiceForEachFamily) {
   using kernels::GroupedKind;
