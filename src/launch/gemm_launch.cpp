@@ -134,9 +134,9 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   const bool kgrouped_fp8 = a.layout == GroupedKind::kKGrouped && row_scaled_b;
   const int a_rows_boxed =
       kernels::sm90::a_box_rows(a.rows, c.block_m, !masked && !(a.mn_major & 1) && !kgrouped_fp8, pair);
-  // Sharing A (cluster_n 2), each CTA fetches half of the tile's rows for both.
-  // Masked A: boxes of kMaskedABoxRows rows, as many per stage as the tile's valid rows need (its scales' box and
-  // tx_bytes stay at block_m rows; the kernel takes the boxes it skips off tx_bytes).
+  // Sharing A (cluster_n 2), each CTA fetches half of the tile's rows for both. Masked A: boxes of kMaskedABoxRows
+  // rows, as many per stage as the tile's valid rows need (its scales' box and tx_bytes stay at block_m rows; the
+  // kernel takes the boxes it skips off tx_bytes).
   const int a_copy_rows = masked ? kernels::sm90::kMaskedABoxRows : a_rows_boxed / c.cluster_n;
   ta.box[0] = stage_k, ta.box[1] = static_cast<std::uint32_t>(a_copy_rows), ta.box[2] = 1;
   if (a.mn_major & 1) ta.box[0] = 64, ta.box[1] = stage_k;  // [64 K][64 M] boxes, block_m / 64 per stage

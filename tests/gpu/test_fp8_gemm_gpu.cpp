@@ -570,9 +570,9 @@ TEST(Fp8MaskedGpu, TmaStoresAndTallTilesStayInsideTheirGroup) {
 }
 
 // The decode tiles the planner picks for masked experts of a few tokens (64 rows, 96 to 192 wide; FP8 has no 176,
-// gemm_block_n_supported), and 112 (used by the benchmark sweeps): counts on both
-// sides of the 32-row A boxes (masked_a_boxes) and of the tile, a capacity that is no multiple of either, N leaving a
-// partial tile at every width, a partial last K block.
+// gemm_block_n_supported), and 112 (used by the benchmark sweeps): counts on both sides of the 32-row A boxes
+// (masked_a_boxes) and of the tile, a capacity that is no multiple of either, N leaving a partial tile at every
+// width, a partial last K block.
 TEST(Fp8MaskedGpu, DecodeTilesCopyOnlyTheRowsTheExpertHas) {
   MOEGEMM_REQUIRE_GPU();
   std::mt19937 rng(57);
