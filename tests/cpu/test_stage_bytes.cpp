@@ -160,5 +160,31 @@ TEST(StageBytes, MaskedMnMajorAndClustersKeepTheTileHeight) {
   EXPECT_EQ(gemm_stage_tx_bytes(8, 160, 1), 8u * 128 + 160 * 128 + 8 * 4 + 160 * 4);  // (1,1,128): B's row scales
 }
 
+// Masked tiles copy A in boxes of kMaskedABoxRows rows (masked_a_boxes): enough boxes for every valid row, none past
+// the tile, and at least one (the empty lower half of a pair still runs its K loop); the bytes the stage then expects
+// are the full stage's less the boxes skipped, never below its B rows and scales.
+TEST(StageBytes, MaskedABoxesCoverTheValidRowsAndStayInsideTheTile) {
+  using kernels::sm90::kMaskedABoxRows;
+  using kernels::sm90::masked_a_boxes;
+  for (int block_m : {64, 128, 256}) {
+    for (int valid = -3; valid <= block_m + 70; ++valid) {
+      const int boxes = masked_a_boxes(valid, block_m);
+      EXPECT_GE(boxes, 1) << valid;
+      EXPECT_LE(boxes * kMaskedABoxRows, block_m) << valid;
+      if (valid <= block_m) EXPECT_GE(boxes * kMaskedABoxRows, valid) << valid;  // every valid row is copied
+      if (valid > kMaskedABoxRows && valid <= block_m) {
+        EXPECT_LT(boxes * kMaskedABoxRows - valid, kMaskedABoxRows) << valid;  // no whole box past the rows
+      }
+      const unsigned full = gemm_stage_tx_bytes(block_m, 96, 0);
+      const unsigned expected = full - static_cast<unsigned>((block_m - boxes * kMaskedABoxRows) * 128);
+      EXPECT_GE(expected, gemm_stage_tx_bytes(0, 96, 0) + static_cast<unsigned>(block_m * 4)) << valid;
+    }
+  }
+  EXPECT_EQ(masked_a_boxes(20, 64), 1);
+  EXPECT_EQ(masked_a_boxes(33, 64), 2);
+  EXPECT_EQ(masked_a_boxes(0, 64), 1);
+  EXPECT_EQ(masked_a_boxes(300, 256), 8);
+}
+
 }  // namespace
 }  // namespace moegemm
