@@ -46,7 +46,8 @@ const char* kUsage =
     "usage: moegemm-bench [--suite LIST] [--m M --n N --k K] [--groups G --expected-m E] [--iters N]\n"
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
-    "                     [--rows TEXT] [--interleave] [--kernel-time] [--list] [--precompile] [--probe]\n"
+    "                     [--rows TEXT] [--interleave] [--kernel-time] [--max-sms N] [--list] [--precompile]\n"
+    "                     [--probe]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -59,6 +60,8 @@ const char* kUsage =
     "  --kernel-time    also report each implementation's kernel time (GPU start of its first kernel to\n"
     "                   end of its last, CUPTI records), which leaves out the launch and event overhead\n"
     "                   that the CUDA-event time includes (the way a profiler measures; needs libcupti)\n"
+    "  --max-sms N      moegemm's calls keep to N SMs (moegemm::set_num_sms: the planner plans for N and\n"
+    "                   the kernels launch at most N CTAs); the baselines use the whole device\n"
     "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
     "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too,\n"
@@ -140,6 +143,9 @@ Options parse(int argc, char** argv) {
       o.settings.interleave = true;
     } else if (arg == "--kernel-time") {
       o.settings.kernel_time = true;
+    } else if (arg == "--max-sms") {
+      o.settings.max_sms = static_cast<int>(to_integer(arg, value()));
+      if (o.settings.max_sms < 1) throw std::invalid_argument("--max-sms: must be at least 1");
     } else if (arg == "--print-config") {
       o.settings.print_config = true;
     } else if (arg == "--json") {
@@ -213,6 +219,7 @@ int main(int argc, char** argv) {
       }
     }
     if (cases.empty()) throw std::invalid_argument("--rows: no row of the chosen suites contains \"" + options.rows + "\"");
+    if (options.settings.max_sms > 0) moegemm::set_num_sms(options.settings.max_sms);
   } catch (const std::exception& e) {
     std::cerr << "moegemm-bench: " << e.what() << "\n";
     return kExitUsage;
@@ -275,6 +282,7 @@ int main(int argc, char** argv) {
             << options.settings.iters << " timed calls per measurement, check "
             << (options.settings.check ? "on" : "off");
   if (options.settings.interleave) std::cerr << ", implementations interleaved call by call";
+  if (options.settings.max_sms > 0) std::cerr << ", moegemm on at most " << options.settings.max_sms << " SMs";
   if (options.settings.config) {
     std::cerr << ", every moegemm call forced to " << compact_config(*options.settings.config);
   }

@@ -71,6 +71,9 @@ struct RunSettings {
   bool interleave = false;
   // --kernel-time: each timed call's kernel time from CUPTI records too (Timing::kernel_*).
   bool kernel_time = false;
+  // --max-sms: moegemm's calls keep to this many SMs (moegemm::set_num_sms; 0: all of the device's). The baselines
+  // use the whole device.
+  int max_sms = 0;
 };
 
 // The once-per-run verification of a baseline's layouts on a small problem (BaselineSpec::probe).
