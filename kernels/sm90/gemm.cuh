@@ -105,6 +105,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kCPrefetch = gemm_c_prefetch(kRecipe, kKind, kBlockN);
   // FP32 D through TMA (gemm_fp32_tma_epilogue): its own epilogue, below.
   constexpr bool kFp32Tma = kFp32Out && kTmaStore;
+  constexpr bool kSpreadFp32Reduce = kFp32Tma && gemm_spread_fp32_reduce(kRecipe, kKind, kBlockM);
   static_assert(gemm_split_k_supported(kRecipe, kKind, kBlockM, kBlockN, kSplitK) &&
                     (kSplitK == 1 || (kClusterM == 1 && kClusterN == 1)),
                 "split K: see gemm_split_k_supported (sm90/gemm_params.cuh); no multicast pair besides");
@@ -354,6 +355,35 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     PipelineCursor cur;
     Tiles tiles(prob, cluster_id, num_clusters);
     TileWork pair;
+    // kSpreadFp32Reduce (gemm_spread_fp32_reduce): a tile's in-place FP32 result leaves as one reduce-add of 32
+    // columns at its epilogue and one more in each of the next tile's first K blocks after its first, so that the
+    // next tile's loads do not queue behind all of them in the copy engine. spread_next: the next box of the staging
+    // buffer to hand over (kSpreadBoxes: none left). The next epilogue, a tile that loads C into the buffer, and the
+    // end of the kernel hand over the rest before they wait for the buffer.
+    constexpr int kSpreadBoxes = kSpreadFp32Reduce ? kBlockN / 32 : 0;
+    constexpr int kSpreadPeel = kSpreadBoxes > 1 ? kSpreadBoxes - 1 : 0;  // K blocks that hand one over each
+    int spread_next = kSpreadBoxes, spread_n0 = 0, spread_r0 = 0, spread_g0 = 0;
+    const bool spread_warp = kSpreadFp32Reduce && warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+    auto spread_one = [&]() {
+      if (spread_next < kSpreadBoxes) {
+        if (spread_warp) {
+          if (elect_one()) {  // the thread that commits (and later waits for) this warpgroup's bulk groups
+            const u32 box = d_stage_addr + spread_next * (64 * 128);
+            if constexpr (kKGrouped) {
+              tma_reduce_add_3d(&params.tma_d, box, spread_n0 + 32 * spread_next, spread_r0, spread_g0);
+            } else {
+              tma_reduce_add_2d(&params.tma_d, box, spread_n0 + 32 * spread_next, spread_r0);
+            }
+            bulk_commit_group();
+          }
+          __syncwarp();
+        }
+        ++spread_next;
+      }
+    };
+    auto spread_flush = [&]() {
+      while (spread_next < kSpreadBoxes) spread_one();
+    };
     float acc[kAcc];
     float result[kWaves][kAcc];
     // C prefetch: this warpgroup's barriers (one per wave buffer) and the phase its loads complete next.
@@ -381,6 +411,14 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       // 4096 x 32768 x 512 + C +8%, FP8 weight gradients +0.6-3%, long K level: docs/results/
       // 2026-12-04-late-c-landed.md). The whole-warp shuffles run here, at the tile's start: in the first K block
       // they made ptxas build that block's WGMMA descriptors in vector registers.
+      if constexpr (kSpreadFp32Reduce) {
+        if (!reduce_into_d) spread_flush();  // this tile's C comes into the staging buffer
+      }
+      // Whether the tile has the K blocks (after its first) to hand over the previous tile's other reduce-adds.
+      const int spread_blocks =
+          kSpreadFp32Reduce
+              ? warp_uniform((kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb) > kSpreadPeel ? kSpreadPeel : 0)
+              : 0;
       const bool c_issuer = kCPrefetch && (!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
                             warp_uniform(static_cast<int>(warp_in_wg)) == 0;
       const int c_n0 = warp_uniform(w.n_begin), c_r0 = warp_uniform(box_row(w));
@@ -440,6 +478,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             auto k_block = [&](int kb, auto kind_constant) {
               constexpr bool kAssign = decltype(kind_constant)::value == 1;
               constexpr bool kIssueC = decltype(kind_constant)::value == 2;
+              constexpr bool kSpreadBox = decltype(kind_constant)::value == 3;
               const u32 stage = static_cast<u32>(cur.stage);
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
@@ -513,6 +552,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   }
                   wgmma_commit();
                   if constexpr (kIssueC) issue_c_prefetch();
+                  if constexpr (kSpreadBox) {
+                    if (v == 0) spread_one();
+                  }
                   fence_registers(acc);
                   wgmma_wait<0>();
                   fence_registers(acc);
@@ -540,11 +582,28 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             constexpr int kFirstKind = kCPrefetch ? 2 : kFirstBlockSets ? 1 : 0;
             if constexpr (kFirstKind != 0) k_block(kb_first, IntConstant<kFirstKind>{});
             constexpr int kPeeled = kFirstKind != 0 ? 1 : 0;
+            int kb_loop = kb_first + kPeeled;
+            if constexpr (kSpreadFp32Reduce) {
+              // The blocks that hand over the previous tile's other reduce-adds, one each (kind 3), run on their own
+              // too: inside the K loop the branch on spread_next made ptxas build the WGMMA descriptors in vector
+              // registers (2-4 R2UR per K block).
+              // (A tile without that many leaves them to its epilogue: spread_blocks, made warp-uniform at the tile's
+              // start.)
+              if (spread_blocks != 0) {
+#pragma unroll
+                for (int b = 0; b < kSpreadPeel; ++b) k_block(kb_loop + b, IntConstant<3>{});
+              }
+              kb_loop += spread_blocks;
+              // The stage and phase from lane 0: after the branch ptxas otherwise moved the loop's stage address
+              // through R2UR in one copy of the k-grouped K loop.
+              cur.stage = warp_uniform(cur.stage);
+              cur.phase = static_cast<u32>(warp_uniform(static_cast<int>(cur.phase)));
+            }
             if constexpr (kUnrollK > 1) {  // K blocks per iteration: fp8_k_loop_unroll
 #pragma unroll kUnrollK
-              for (int kb = kb_first + kPeeled; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              for (int kb = kb_loop; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             } else {  // no pragma: the compiler's choice (unroll 1 changed some)
-              for (int kb = kb_first + kPeeled; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
+              for (int kb = kb_loop; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             }
           };
           if constexpr (kRowScaledB || kUnscaled) {
@@ -609,6 +668,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             mbarrier_wait(c_bar_addr, c_phase);
             c_phase ^= 1u;
           } else {
+            if constexpr (kSpreadFp32Reduce) spread_flush();  // the buffer's previous boxes, before the wait
             if (store_warp) {
               if (elect_one()) bulk_wait_group_read<0>();
               __syncwarp();
@@ -626,6 +686,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           }
           fence_proxy_async_shared();  // the writes, before the copy engine reads them
           named_barrier_sync(1 + warpgroup, 128);
+          if (kSpreadFp32Reduce && reduce_into_d) {
+            spread_n0 = warp_uniform(w.n_begin);
+            spread_r0 = warp_uniform(box_row(w));
+            spread_g0 = warp_uniform(w.group);
+            spread_next = 0;
+            spread_one();
+            if (!passes.advance(prob, w)) break;
+            continue;
+          }
           if (store_warp) {
             const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)), g0 = warp_uniform(w.group);
             if (elect_one()) {
@@ -815,6 +884,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         if (!passes.advance(prob, w)) break;
       }
     }
+    if constexpr (kSpreadFp32Reduce) spread_flush();
     // The copy engine reads the staging buffers until its stores complete: none may be pending at exit.
     if constexpr (kTmaStore) {
       if (threadIdx.x % 128 == 0) bulk_wait_group<0>();  // the thread that committed them

@@ -215,6 +215,18 @@ MOEGEMM_HD constexpr bool gemm_three_warpgroups_supported(int recipe, int kind, 
          block_n % 32 == 0 && block_n <= 128;
 }
 
+// Recipe (1,1,128) FP32 D in place, handed over by reduce-adds (kFp32ReduceMinK), on dense 128-row tiles: the
+// epilogue issues one 32-column box and the next tile one more after each of its first K blocks (peeled off its K
+// loop), instead of all at once. These tiles hold 4 stages beside the FP32 staging buffer, so from the next tile's
+// fifth K block on its loads queued in the copy engine behind the whole result's reduce-adds. Measured against all
+// at once (docs/results/2026-12-04-decode-stride.md, runs 7 and 8): dense weight gradients in place on 128x128 tiles
+// 1.5-5% faster. Not elsewhere: the k-grouped 192x128 tile gained 0-3% but spills past the compile tests' budget
+// with the peeled blocks; the dense 192-row tile spilled and ran 4% slower; BF16 FP32 D (5 stages) measured level.
+MOEGEMM_HD constexpr bool gemm_spread_fp32_reduce(int recipe, int kind, int block_m) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) && kind == static_cast<int>(GroupedKind::kDense) &&
+         block_m == 128;
+}
+
 // FP32 D (weight gradients, D = C + A B^T) through TMA, dense and k-grouped, on tiles of whole 32-column boxes: C's
 // tile is loaded by TMA into the staging buffer early in the tile (its bytes arrive while the WGMMAs run), the
 // epilogue adds the accumulators to it in shared memory and hands the sum to the copy engine. Before, each thread

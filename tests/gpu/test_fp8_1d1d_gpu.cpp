@@ -132,6 +132,48 @@ TEST(Fp8WgradStagedGpu, CAliasingDGivesTheBitsOfCDistinct) {
   }
 }
 
+// In place on 128-row tiles, each of a CTA's tiles hands the previous tile's reduce-adds to the copy engine during
+// its first K blocks (gemm_spread_fp32_reduce). Two SMs make every CTA run many tiles in a row: D must hold the bits
+// of C distinct (which loads C and stores D whole), with all SMs and with two.
+TEST(Fp8WgradStagedGpu, InPlaceAcrossManyTilesPerCtaGivesTheBitsOfCDistinct) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig cfg = testing::tile_config(128, 128, 128, 4);
+  for (const int k : {1024, 1152, 2048}) {
+    const int m = 640, n = 384;  // 5 x 3 tiles
+    SCOPED_TRACE("k " + std::to_string(k));
+    std::mt19937 rng(static_cast<unsigned>(k * 13 + 7));
+    RowScaledOperand a(m, k, rng, 1.0f), b(n, k, rng, 0.5f);
+    std::normal_distribution<float> dist(0.0f, 4.0f);
+    std::vector<float> c_host(static_cast<std::size_t>(m) * n);
+    for (auto& v : c_host) v = dist(rng);
+    DeviceBuffer d(c_host.size() * sizeof(float)), c(c_host.size() * sizeof(float));
+    const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
+    const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
+    GemmOptions options;
+    options.recipe = kRecipe1x1x128;
+    options.config = &cfg;
+    c.upload(c_host);
+    d.fill_bytes(0xFF);
+    fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &cv, nullptr, options);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto distinct = d.download_as<float>(c_host.size());
+    std::vector<double> c_ref(c_host.begin(), c_host.end());
+    const auto want = ref::fp8_gemm_1d1d(a.q, b.q, c_ref.data());
+    const std::vector<double> got(distinct.begin(), distinct.end());
+    EXPECT_LT(ref::calc_diff(got.data(), want.data(), got.size()), 1e-6);
+    for (const int sms : {0, 2}) {
+      options.max_sms = sms;
+      d.upload(c_host);
+      fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &dv, nullptr, options);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto aliased = d.download_as<float>(c_host.size());
+      EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
+          << "in place on " << sms << " SMs (0: all) differs from C distinct";
+      EXPECT_TRUE(d.guard_intact());
+    }
+  }
+}
+
 TEST(Fp8WgradStagedGpu, BitwiseEqualAcrossCallsAndConfigurations) {
   MOEGEMM_REQUIRE_GPU();
   std::vector<float> first;
