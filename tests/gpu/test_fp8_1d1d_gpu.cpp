@@ -95,39 +95,59 @@ TEST(Fp8WgradStagedGpu, ThreeWarpgroupTilesMatchOracleForEveryFormOfC) {
   }
 }
 
-// One set of inputs, D = C + A B^T with C distinct from a NaN-poisoned D and with C aliasing D: the same bits. C
-// aliasing D adds into D by TMA reduce-adds on tiles with K >= kFp32ReduceMinK (1024) and loads C below it.
+// One set of inputs. run_c_distinct: D = C + A B^T with C distinct from a NaN-poisoned D, checked against the
+// oracle (kept in `distinct`); run_in_place: the same product with C aliasing D (D holding C first), D into `out`.
+// (Void: the CUDA checks are gtest assertions.)
+struct CDistinctThenInPlace {
+  int m, n;
+  RowScaledOperand a, b;
+  std::vector<float> c_host, distinct;
+  DeviceBuffer d, c;
+  CDistinctThenInPlace(int m_, int n_, int k, std::mt19937& rng)
+      : m(m_), n(n_), a(m_, k, rng, 1.0f), b(n_, k, rng, 0.5f), c_host(static_cast<std::size_t>(m_) * n_),
+        d(c_host.size() * sizeof(float)), c(c_host.size() * sizeof(float)) {
+    std::normal_distribution<float> dist(0.0f, 4.0f);
+    for (auto& v : c_host) v = dist(rng);
+  }
+  TensorView d_view() const { return TensorView::contiguous(d.get(), DType::kFloat32, {m, n}); }
+  void run_c_distinct(const GemmOptions& options) {
+    c.upload(c_host);
+    d.fill_bytes(0xFF);
+    const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
+    fp8_gemm_nt_1d1d(a.view(), b.view(), d_view(), &cv, nullptr, options);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    distinct = d.download_as<float>(c_host.size());
+    std::vector<double> c_ref(c_host.begin(), c_host.end());
+    const auto want = ref::fp8_gemm_1d1d(a.q, b.q, c_ref.data());
+    const std::vector<double> got(distinct.begin(), distinct.end());
+    EXPECT_LT(ref::calc_diff(got.data(), want.data(), got.size()), 1e-6);
+  }
+  void run_in_place(const GemmOptions& options, std::vector<float>& out) {
+    d.upload(c_host);
+    const TensorView dv = d_view();
+    fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &dv, nullptr, options);
+    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(d.guard_intact());
+    out = d.download_as<float>(c_host.size());
+  }
+};
+
+// C aliasing D gives the bits of C distinct. C aliasing D adds into D by TMA reduce-adds on tiles with K >=
+// kFp32ReduceMinK (1024) and loads C below it.
 TEST(Fp8WgradStagedGpu, CAliasingDGivesTheBitsOfCDistinct) {
   MOEGEMM_REQUIRE_GPU();
   for (const int k : {512, 1024, 2048}) {
     for (const auto [m, n] : {std::pair{256, 320}, std::pair{200, 136}}) {
       SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
       std::mt19937 rng(static_cast<unsigned>(m * 17 + n * 5 + k));
-      RowScaledOperand a(m, k, rng, 1.0f), b(n, k, rng, 0.5f);
-      std::normal_distribution<float> dist(0.0f, 4.0f);
-      std::vector<float> c_host(static_cast<std::size_t>(m) * n);
-      for (auto& v : c_host) v = dist(rng);
-      DeviceBuffer d(c_host.size() * sizeof(float)), c(c_host.size() * sizeof(float));
-      const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
-      const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
       GemmOptions options;
       options.recipe = kRecipe1x1x128;
-      c.upload(c_host);
-      d.fill_bytes(0xFF);
-      fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &cv, nullptr, options);
-      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto distinct = d.download_as<float>(c_host.size());
-      std::vector<double> c_ref(c_host.begin(), c_host.end());
-      const auto want = ref::fp8_gemm_1d1d(a.q, b.q, c_ref.data());
-      const std::vector<double> got(distinct.begin(), distinct.end());
-      EXPECT_LT(ref::calc_diff(got.data(), want.data(), got.size()), 1e-6);
-      d.upload(c_host);
-      fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &dv, nullptr, options);
-      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto aliased = d.download_as<float>(c_host.size());
-      EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
+      CDistinctThenInPlace run(m, n, k, rng);
+      ASSERT_NO_FATAL_FAILURE(run.run_c_distinct(options));
+      std::vector<float> aliased;
+      ASSERT_NO_FATAL_FAILURE(run.run_in_place(options, aliased));
+      EXPECT_EQ(0, std::memcmp(run.distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
           << "C aliasing D differs from C distinct";
-      EXPECT_TRUE(d.guard_intact());
     }
   }
 }
@@ -139,37 +159,19 @@ TEST(Fp8WgradStagedGpu, InPlaceAcrossManyTilesPerCtaGivesTheBitsOfCDistinct) {
   MOEGEMM_REQUIRE_GPU();
   const KernelConfig cfg = testing::tile_config(128, 128, 128, 4);
   for (const int k : {1024, 1152, 2048}) {
-    const int m = 640, n = 384;  // 5 x 3 tiles
     SCOPED_TRACE("k " + std::to_string(k));
     std::mt19937 rng(static_cast<unsigned>(k * 13 + 7));
-    RowScaledOperand a(m, k, rng, 1.0f), b(n, k, rng, 0.5f);
-    std::normal_distribution<float> dist(0.0f, 4.0f);
-    std::vector<float> c_host(static_cast<std::size_t>(m) * n);
-    for (auto& v : c_host) v = dist(rng);
-    DeviceBuffer d(c_host.size() * sizeof(float)), c(c_host.size() * sizeof(float));
-    const TensorView dv = TensorView::contiguous(d.get(), DType::kFloat32, {m, n});
-    const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
     GemmOptions options;
     options.recipe = kRecipe1x1x128;
     options.config = &cfg;
-    c.upload(c_host);
-    d.fill_bytes(0xFF);
-    fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &cv, nullptr, options);
-    MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto distinct = d.download_as<float>(c_host.size());
-    std::vector<double> c_ref(c_host.begin(), c_host.end());
-    const auto want = ref::fp8_gemm_1d1d(a.q, b.q, c_ref.data());
-    const std::vector<double> got(distinct.begin(), distinct.end());
-    EXPECT_LT(ref::calc_diff(got.data(), want.data(), got.size()), 1e-6);
+    CDistinctThenInPlace run(640, 384, k, rng);  // 5 x 3 tiles
+    ASSERT_NO_FATAL_FAILURE(run.run_c_distinct(options));
     for (const int sms : {0, 2}) {
       options.max_sms = sms;
-      d.upload(c_host);
-      fp8_gemm_nt_1d1d(a.view(), b.view(), dv, &dv, nullptr, options);
-      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto aliased = d.download_as<float>(c_host.size());
-      EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
+      std::vector<float> aliased;
+      ASSERT_NO_FATAL_FAILURE(run.run_in_place(options, aliased));
+      EXPECT_EQ(0, std::memcmp(run.distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
           << "in place on " << sms << " SMs (0: all) differs from C distinct";
-      EXPECT_TRUE(d.guard_intact());
     }
   }
 }
