@@ -359,7 +359,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     // columns at its epilogue and one more in each of the next tile's first K blocks after its first, so that the
     // next tile's loads do not queue behind all of them in the copy engine. spread_next: the next box of the staging
     // buffer to hand over (kSpreadBoxes: none left). The next epilogue, a tile that loads C into the buffer, and the
-    // end of the kernel hand over the rest before they wait for the buffer.
+    // end of the kernel hand over the rest before they wait for the buffer. (The k-grouped form below ran in the device
+    // tests of docs/results/2026-12-04-decode-stride.md, runs 7-8; gemm_spread_fp32_reduce keeps it off for now.)
     constexpr int kSpreadBoxes = kSpreadFp32Reduce ? kBlockN / 32 : 0;
     constexpr int kSpreadPeel = kSpreadBoxes > 1 ? kSpreadBoxes - 1 : 0;  // K blocks that hand one over each
     int spread_next = kSpreadBoxes, spread_n0 = 0, spread_r0 = 0, spread_g0 = 0;
@@ -595,7 +596,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               }
               kb_loop += spread_blocks;
               // The stage and phase from lane 0: after the branch ptxas otherwise moved the loop's stage address
-              // through R2UR in one copy of the k-grouped K loop.
+              // through R2UR in one copy of the K loop (seen in the k-grouped kernel, when it took the spread too).
               cur.stage = warp_uniform(cur.stage);
               cur.phase = static_cast<u32>(warp_uniform(static_cast<int>(cur.phase)));
             }
