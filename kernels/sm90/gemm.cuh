@@ -364,17 +364,29 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     constexpr int kSpreadBoxes = kSpreadFp32Reduce ? kBlockN / 32 : 0;
     constexpr int kSpreadPeel = kSpreadBoxes > 1 ? kSpreadBoxes - 1 : 0;  // K blocks that hand one over each
     int spread_next = kSpreadBoxes, spread_n0 = 0, spread_r0 = 0, spread_g0 = 0;
+    // FP32 D through TMA: 32-column box b of this warpgroup's staging buffer to D (tile columns from n0, rows from
+    // r0, expert g0 when k-grouped), stored, or added to D where the tile reduces into it. Issued by the elected lane
+    // of the warpgroup's first warp, which commits the bulk group.
+    auto fp32_box_out = [&](int b, int n0, int r0, int g0, bool reduce) {
+      const u32 box = d_stage_addr + b * (64 * 128);
+      if constexpr (kKGrouped) {
+        if (reduce) {
+          tma_reduce_add_3d(&params.tma_d, box, n0 + 32 * b, r0, g0);
+        } else {
+          tma_store_3d(&params.tma_d, box, n0 + 32 * b, r0, g0);
+        }
+      } else if (reduce) {
+        tma_reduce_add_2d(&params.tma_d, box, n0 + 32 * b, r0);
+      } else {
+        tma_store_2d(&params.tma_d, box, n0 + 32 * b, r0);
+      }
+    };
     const bool spread_warp = kSpreadFp32Reduce && warp_uniform(static_cast<int>(warp_in_wg)) == 0;
     auto spread_one = [&]() {
       if (spread_next < kSpreadBoxes) {
         if (spread_warp) {
           if (elect_one()) {  // the thread that commits (and later waits for) this warpgroup's bulk groups
-            const u32 box = d_stage_addr + spread_next * (64 * 128);
-            if constexpr (kKGrouped) {
-              tma_reduce_add_3d(&params.tma_d, box, spread_n0 + 32 * spread_next, spread_r0, spread_g0);
-            } else {
-              tma_reduce_add_2d(&params.tma_d, box, spread_n0 + 32 * spread_next, spread_r0);
-            }
+            fp32_box_out(spread_next, spread_n0, spread_r0, spread_g0, true);
             bulk_commit_group();
           }
           __syncwarp();
@@ -687,33 +699,17 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           }
           fence_proxy_async_shared();  // the writes, before the copy engine reads them
           named_barrier_sync(1 + warpgroup, 128);
-          if (kSpreadFp32Reduce && reduce_into_d) {
+          if (kSpreadFp32Reduce && reduce_into_d) {  // the first box now, the others during the next tile
             spread_n0 = warp_uniform(w.n_begin);
             spread_r0 = warp_uniform(box_row(w));
             spread_g0 = warp_uniform(w.group);
             spread_next = 0;
             spread_one();
-            if (!passes.advance(prob, w)) break;
-            continue;
-          }
-          if (store_warp) {
+          } else if (store_warp) {
             const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)), g0 = warp_uniform(w.group);
             if (elect_one()) {
 #pragma unroll
-              for (int b = 0; b < kBlockN / 32; ++b) {
-                const u32 box = d_stage_addr + b * (64 * 128);
-                if constexpr (kKGrouped) {
-                  if (reduce_into_d) {
-                    tma_reduce_add_3d(&params.tma_d, box, n0 + 32 * b, r0, g0);
-                  } else {
-                    tma_store_3d(&params.tma_d, box, n0 + 32 * b, r0, g0);
-                  }
-                } else if (reduce_into_d) {
-                  tma_reduce_add_2d(&params.tma_d, box, n0 + 32 * b, r0);
-                } else {
-                  tma_store_2d(&params.tma_d, box, n0 + 32 * b, r0);
-                }
-              }
+              for (int b = 0; b < kBlockN / 32; ++b) fp32_box_out(b, n0, r0, g0, reduce_into_d);
               bulk_commit_group();
             }
             __syncwarp();
