@@ -14,7 +14,9 @@
 //     epilogue stages D in shared memory and stores it through TMA (row-limited tiles, gemm_tma_store) or with
 //     16-byte coalesced writes, row by row, where the scheduler's row_action says so: no store ever reaches a row
 //     outside the tile's group, whatever the capacity or the routing values. FP32 D accumulated in place hands long-K
-//     tiles' results to TMA reduce-adds instead of loading C (params.reduce_min_k).
+//     tiles' results to TMA reduce-adds instead of loading C (params.reduce_min_k). BF16 with FP32 D on 128-row
+//     tiles ping-pongs (gemm_ping_pong): each warpgroup takes every other tile whole, two waves, and the two take
+//     turns at their K loops, so that one's epilogue overlaps the other's WGMMAs.
 // Tile order comes from the one scheduler (common/scheduler.cuh), run identically by producer and consumers.
 // With a K split (kSplitK > 1, decode on narrow N) the CTAs of a cluster walk the same tiles, each over its own
 // slice of K, and rank 0 adds the others' partial results (pushed into its shared memory) before its epilogue.
@@ -60,7 +62,7 @@ template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int k
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
-  constexpr bool kBf16Deferred = bf16_deferred_release(kRecipe, kKind, kStages, kSplitK);
+  constexpr bool kBf16DeferredPlain = bf16_deferred_release(kRecipe, kKind, kStages, kSplitK);
   constexpr int kUnrollK = fp8_k_loop_unroll(kRecipe, kBlockM, kBlockN);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
@@ -111,9 +113,18 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 "split K: see gemm_split_k_supported (sm90/gemm_params.cuh); no multicast pair besides");
   constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
-  // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on.
-  constexpr int kWaveRows = 64 * kMathWGs;
-  constexpr int kWaves = gemm_waves(kBlockM);  // as the shared-memory layout sizes the staging
+  // Ping-pong (gemm_ping_pong: BF16 with FP32 D on 128-row tiles): each math warpgroup computes every other tile of
+  // the CTA whole, as two 64-row waves, so that one warpgroup's epilogue runs while the other's WGMMAs keep the tensor
+  // cores busy.
+  constexpr bool kPingPong = gemm_ping_pong(kRecipe, kKind, kBlockM, kBlockN, kClusterM, kClusterN, kSplitK);
+  static_assert(!kPingPong || (kFp32Tma && !kSpreadFp32Reduce), "ping-pong: the FP32 TMA epilogue, not spread");
+  // 64-row WGMMA waves per consumer warpgroup: wave v of warpgroup w holds tile rows v * kWaveRows + w * 64 on
+  // (ping-pong: rows v * 64 on of the warpgroup's own tile).
+  constexpr int kWaveRows = kPingPong ? 64 : 64 * kMathWGs;
+  constexpr int kStagingWaves = gemm_waves(kBlockM);  // waves a warpgroup's staging holds (the shared-memory layout)
+  constexpr int kWaves = kPingPong ? 2 : kStagingWaves;
+  // Ping-pong tiles keep one K block's WGMMAs in flight too: one warpgroup alone feeds the tensor cores.
+  constexpr bool kBf16Deferred = kBf16DeferredPlain || kPingPong;
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
@@ -132,7 +143,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   u64* full_bar = reinterpret_cast<u64*>(smem + kSmem.barrier_offset);
   u64* empty_bar = full_bar + kStages;
   // Split K: the partials' two barriers follow the stages' and the C prefetch's.
-  constexpr int kSplitBarrier = 2 * kStages + (kCPrefetch ? kMathWGs * kWaves : 0);
+  constexpr int kSplitBarrier = 2 * kStages + (kCPrefetch ? kMathWGs * kStagingWaves : 0);
 
   SchedulerProblem kgrouped_problem = params.problem;  // k-grouped: sizes from the parameters when not on the device
   if constexpr (kKGrouped) {
@@ -152,11 +163,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     for (int s = 0; s < kStages; ++s) {
       // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
       mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
-      mbarrier_init(&empty_bar[s], kMathWGs * 4 * kPairSize);  // one arrival per consumer warp of the pair
+      // One arrival per consumer warp of the pair (ping-pong: of the warpgroup whose tile the stage holds).
+      mbarrier_init(&empty_bar[s], (kPingPong ? 1 : kMathWGs) * 4 * kPairSize);
     }
     if constexpr (kCPrefetch) {
       // One per staging buffer: the issuer's arrive.expect_tx, completed by the C tile's bytes.
-      for (int b = 0; b < kMathWGs * kWaves; ++b) mbarrier_init(&empty_bar[kStages + b], 1);
+      for (int b = 0; b < kMathWGs * kStagingWaves; ++b) mbarrier_init(&empty_bar[kStages + b], 1);
     }
     if constexpr (kSplitK > 1) {
       // Rank 0's "partials full": every consumer thread of the other ranks; the others' "partials free": rank 0's.
@@ -332,7 +344,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     const u32 smem_base = smem_addr(smem);
     const u32 full_bar_addr = smem_base + kSmem.barrier_offset;
     const u32 empty_bar_addr = full_bar_addr + kStages * 8;
-    const u32 a_addr0 = smem_base + kSmem.a_offset + wg_uniform * (kMnMajorA ? kMnChunkBytes : 64 * kRowBytes);
+    const u32 a_addr0 =
+        smem_base + kSmem.a_offset + (kPingPong ? 0u : wg_uniform) * (kMnMajorA ? kMnChunkBytes : 64 * kRowBytes);
     const u32 b_addr0 = smem_base + kSmem.b_offset;
     const u32 desc_a_lo0 = smem_desc_sw128_lo(a_addr0, kMnMajorA ? kMnChunkBytes : 16);
     const u32 desc_b_lo0 = smem_desc_sw128_lo(b_addr0, kMnMajorB ? kMnChunkBytes : 16);
@@ -400,18 +413,39 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     float acc[kAcc];
     float result[kWaves][kAcc];
     // C prefetch: this warpgroup's barriers (one per wave buffer) and the phase its loads complete next.
-    const u32 c_bar_addr = empty_bar_addr + (kStages + static_cast<u32>(warpgroup) * kWaves) * 8;
+    const u32 c_bar_addr = empty_bar_addr + (kStages + static_cast<u32>(warpgroup) * kStagingWaves) * 8;
     u32 c_phase = 0;
     u32 split_phase = 0;  // split K: the phase of this tile's partials barrier
     // The first row of this warpgroup's 64 rows of a tile in D's (and C's) descriptor: [rows, N], or [G, M, N] when
     // k-grouped (the expert's own rows).
     auto box_row = [&](const TileWork& t) {
-      return t.row_begin + warpgroup * 64 - (kKGrouped ? t.group * prob.rows : 0);
+      return t.row_begin + (kPingPong ? 0 : warpgroup * 64) - (kKGrouped ? t.group * prob.rows : 0);
     };
+    int tile_count = 0;  // ping-pong: the CTA's tiles so far (this warpgroup takes every other one)
+    // Ping-pong: named barrier kTurnBarrier + w lets warpgroup w start its next K loop: the other warpgroup arrives
+    // when it has finished the K loop of the tile before.
+    constexpr u32 kTurnBarrier = 3;
     while (tiles.next(pair, false)) {
       const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
       passes.start(prob, w);
+      if constexpr (kPingPong) {
+        // The other warpgroup's tile: its K blocks pass through the stages, in order, to that warpgroup.
+        const bool mine = (tile_count & 1) == static_cast<int>(wg_uniform);
+        ++tile_count;
+        if (!mine) {
+          if (passes.current >= 0) {
+            const int n = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+            const int s = cur.stage + n;
+            cur.phase ^= static_cast<u32>((s / kStages) & 1);
+            cur.stage = s % kStages;
+          }
+          continue;
+        }
+        // Its K loop starts once the other warpgroup's previous K loop is done (kTurnBarrier): a stage's full
+        // barrier is waited on by parity, so no warpgroup may wait on one more than a phase ahead of its loads.
+        if (tile_count > 1) named_barrier_sync(kTurnBarrier + wg_uniform, 256);
+      }
       // FP32 D in place (C is D) on a tile with enough K: the result goes out as a TMA reduce-add, and no C comes in
       // (params.reduce_min_k, kFp32ReduceMinK).
       const bool reduce_into_d =
@@ -441,7 +475,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       auto issue_c_prefetch = [&]() {
         if (c_issuer) {
           if (elect_one()) {
-            load_c_into_staging<kBlockN, kWaves, kWaveRows, kFp32Out ? 4 : 2, kKGrouped>(params, c_bar_addr,
+            load_c_into_staging<kBlockN, kStagingWaves, kWaveRows, kFp32Out ? 4 : 2, kKGrouped>(params, c_bar_addr,
                                                                                       d_stage_addr, c_n0, c_r0, c_g0);
           }
           __syncwarp();
@@ -522,15 +556,31 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
 #pragma unroll
                 for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
                 wgmma_fence();
-#pragma unroll
-                for (int v = 0; v < kWaves; ++v) {
-                  const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
+                if constexpr (kPingPong) {
+                  // One warpgroup's two waves as two chains, interleaved: one chain of dependent WGMMAs runs at
+                  // half the tensor rate (docs/results/2026-12-04-what-bounds-the-k-loop.md, runs 8-9).
 #pragma unroll
                   for (int kk = 0; kk < 4; ++kk) {
-                    const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
                     const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
-                    wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(result[v], desc_a, desc_b,
-                                                                              (kb > kb_first || kk > 0) ? 1 : 0);
+#pragma unroll
+                    for (int v = 0; v < kWaves; ++v) {
+                      const u64 desc_a = smem_desc_sw128_from_lo(desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4) +
+                                                                 kk * (kStepA >> 4));
+                      wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(result[v], desc_a, desc_b,
+                                                                                (kb > kb_first || kk > 0) ? 1 : 0);
+                    }
+                  }
+                } else {
+#pragma unroll
+                  for (int v = 0; v < kWaves; ++v) {
+                    const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk) {
+                      const u64 desc_a = smem_desc_sw128_from_lo(desc_a_wave + kk * (kStepA >> 4));
+                      const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
+                      wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(result[v], desc_a, desc_b,
+                                                                                (kb > kb_first || kk > 0) ? 1 : 0);
+                    }
                   }
                 }
                 wgmma_commit();
@@ -624,6 +674,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           } else {
             dispatch_split<kBlockN>(b_scales.split, k_loop);
           }
+          // Ping-pong: every warp of this warpgroup is past its last stage wait of the tile: the other warpgroup may
+          // start its next K loop.
+          if constexpr (kPingPong) named_barrier_arrive(kTurnBarrier + (1u - wg_uniform), 256);
           if constexpr (kBf16Deferred) {
             // The last block's WGMMAs, and its stage.
             wgmma_wait<0>();
@@ -632,6 +685,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             release_stage(deferred_stage);
           }
           // (BF16: a k-grouped expert without K leaves result at zero, so its tile stores C alone.)
+        }
+        if constexpr (kPingPong) {
+          if (!any_k) named_barrier_arrive(kTurnBarrier + (1u - wg_uniform), 256);  // a tile without K blocks
         }
 
         if constexpr (kSplitK > 1) {
@@ -677,42 +733,64 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           // descriptor: not written.
           const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
           const bool load_c = params.add_c && !reduce_into_d;
-          if (load_c) {
-            mbarrier_wait(c_bar_addr, c_phase);
-            c_phase ^= 1u;
-          } else {
-            if constexpr (kSpreadFp32Reduce) spread_flush();  // the buffer's previous boxes, before the wait
-            if (store_warp) {
-              if (elect_one()) bulk_wait_group_read<0>();
+          // Ping-pong: wave 1 follows wave 0 through the one buffer, once the copy engine has read wave 0 out of it
+          // (with C, wave 1's C is loaded into it then: the other warpgroup's WGMMAs run meanwhile).
+          for (int v = 0;; ++v) {
+            if (v == 0 && load_c) {
+              mbarrier_wait(c_bar_addr, c_phase);
+              c_phase ^= 1u;
+            } else {
+              if constexpr (kSpreadFp32Reduce) spread_flush();  // the buffer's previous boxes, before the wait
+              if (store_warp) {
+                if (v != 0 && load_c) {
+                  const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)) + v * 64;
+                  const int g0 = warp_uniform(w.group);
+                  if (elect_one()) {
+                    load_c_into_staging<kBlockN, 1, 64, 4, kKGrouped>(params, c_bar_addr, d_stage_addr, n0, r0, g0);
+                  }
+                } else {
+                  if (elect_one()) bulk_wait_group_read<0>();
+                }
+                __syncwarp();
+              }
+              if (v != 0 && load_c) {
+                mbarrier_wait(c_bar_addr, c_phase);
+                c_phase ^= 1u;
+              } else {
+                named_barrier_sync(1 + warpgroup, 128);
+              }
+            }
+#pragma unroll
+            for (int i = 0; i < kAcc; i += 2) {
+              const int row = row_lo + ((i >> 1) & 1) * 8;
+              const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
+              const u32 addr = d_stage_addr + static_cast<u32>(tma_staging_offset_f32(row, col));
+              float c0 = 0.0f, c1 = 0.0f;
+              if (load_c) load_shared_v2_f32(addr, c0, c1);
+              // (A select, not result[v]: v is the loop's, and a run-time index would put the results in local memory.)
+              const float r0 = v == 0 ? result[0][i] : result[kWaves - 1][i];
+              const float r1 = v == 0 ? result[0][i + 1] : result[kWaves - 1][i + 1];
+              store_shared_v2_f32(addr, c0 + r0, c1 + r1);
+            }
+            fence_proxy_async_shared();  // the writes, before the copy engine reads them
+            named_barrier_sync(1 + warpgroup, 128);
+            if (kSpreadFp32Reduce && reduce_into_d) {  // the first box now, the others during the next tile
+              spread_n0 = warp_uniform(w.n_begin);
+              spread_r0 = warp_uniform(box_row(w));
+              spread_g0 = warp_uniform(w.group);
+              spread_next = 0;
+              spread_one();
+            } else if (store_warp) {
+              const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)) + v * 64;
+              const int g0 = warp_uniform(w.group);
+              if (elect_one()) {
+#pragma unroll
+                for (int b = 0; b < kBlockN / 32; ++b) fp32_box_out(b, n0, r0, g0, reduce_into_d);
+                bulk_commit_group();
+              }
               __syncwarp();
             }
-            named_barrier_sync(1 + warpgroup, 128);
-          }
-#pragma unroll
-          for (int i = 0; i < kAcc; i += 2) {
-            const int row = row_lo + ((i >> 1) & 1) * 8;
-            const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
-            const u32 addr = d_stage_addr + static_cast<u32>(tma_staging_offset_f32(row, col));
-            float c0 = 0.0f, c1 = 0.0f;
-            if (load_c) load_shared_v2_f32(addr, c0, c1);
-            store_shared_v2_f32(addr, c0 + result[0][i], c1 + result[0][i + 1]);
-          }
-          fence_proxy_async_shared();  // the writes, before the copy engine reads them
-          named_barrier_sync(1 + warpgroup, 128);
-          if (kSpreadFp32Reduce && reduce_into_d) {  // the first box now, the others during the next tile
-            spread_n0 = warp_uniform(w.n_begin);
-            spread_r0 = warp_uniform(box_row(w));
-            spread_g0 = warp_uniform(w.group);
-            spread_next = 0;
-            spread_one();
-          } else if (store_warp) {
-            const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)), g0 = warp_uniform(w.group);
-            if (elect_one()) {
-#pragma unroll
-              for (int b = 0; b < kBlockN / 32; ++b) fp32_box_out(b, n0, r0, g0, reduce_into_d);
-              bulk_commit_group();
-            }
-            __syncwarp();
+            if (!kPingPong || v == 1) break;
           }
           if (!passes.advance(prob, w)) break;
           continue;
@@ -882,6 +960,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       }
     }
     if constexpr (kSpreadFp32Reduce) spread_flush();
+    if constexpr (kPingPong) {
+      // The CTA's last tile was the other warpgroup's: its turn arrival for this one is still pending.
+      if (tile_count > 0 && ((tile_count - 1) & 1) != static_cast<int>(wg_uniform)) {
+        named_barrier_sync(kTurnBarrier + wg_uniform, 256);
+      }
+    }
     // The copy engine reads the staging buffers until its stores complete: none may be pending at exit.
     if constexpr (kTmaStore) {
       if (threadIdx.x % 128 == 0) bulk_wait_group<0>();  // the thread that committed them

@@ -238,6 +238,24 @@ MOEGEMM_HD constexpr bool gemm_fp32_tma_epilogue(int kind, int block_n) {
          block_n % 32 == 0;
 }
 
+// BF16 with FP32 D through TMA on 128-row tiles (no cluster, no K split): the two math warpgroups ping-pong. Each
+// takes every other tile of the CTA whole, as two 64-row waves whose WGMMAs go out interleaved (two independent
+// chains: one chain alone runs at half the tensor rate) with one K block in flight, and skips the other's K blocks in
+// the stage ring. A warpgroup starts a K loop once the other is past its last stage wait of the tile before (named
+// barrier: a stage's full barrier is waited on by parity, so no warpgroup may wait more than one phase ahead), so
+// one warpgroup's epilogue (C added in the staging buffer, the stores or reduce-adds issued) runs while the other's
+// WGMMAs keep the tensor cores busy; before, both ran it together with the tensor cores idle. The staging buffer keeps
+// one wave per warpgroup: wave 1 follows wave 0 through it (with C, wave 1's C is loaded once wave 0 has left).
+// Measured against both warpgroups on one tile (docs/results/2026-12-04-bf16-fp32-tiles.md, runs 3-4): TN FP32 D + C
+// with K of 512-2048 5-9% faster, long K level; k-grouped 0.981x the time (geomean of 12 rows over four rounds; G = 16
+// in place 5-11% faster, the C-distinct rows of 4096 x 7168 at G = 4 and 8 up to 3% slower). FP8 weight gradients
+// promote every K block: one warpgroup alone would leave the tensor cores idle while it promotes.
+MOEGEMM_HD constexpr bool gemm_ping_pong(int recipe, int kind, int block_m, int block_n, int cluster_m, int cluster_n,
+                                         int split_k) {
+  return recipe == static_cast<int>(GemmRecipe::kBf16Fp32) && gemm_fp32_tma_epilogue(kind, block_n) &&
+         block_m == 128 && cluster_m == 1 && cluster_n == 1 && split_k == 1;
+}
+
 // Byte offset of FP32 D element (row, col) of a 64-row wave in its staging buffer: 32-column boxes of 64 rows x 128
 // bytes, 16-byte chunks 128B-swizzled as in tma_staging_offset.
 MOEGEMM_HD constexpr int tma_staging_offset_f32(int row, int col) {

@@ -222,6 +222,10 @@ MOEGEMM_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async
 MOEGEMM_DEVICE void named_barrier_sync(u32 id, u32 count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
+// Arrives on barrier `id` without waiting: the other `count` minus these threads wait in named_barrier_sync.
+MOEGEMM_DEVICE void named_barrier_arrive(u32 id, u32 count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
 
 template <u32 kRegs>
 MOEGEMM_DEVICE void setmaxnreg_inc() {

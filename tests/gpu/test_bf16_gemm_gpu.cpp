@@ -181,7 +181,7 @@ TEST(Bf16StagedGpu, ContiguousRowToGroupWithPaddingAndMixedBlocks) {
 // D = A B^T into a NaN-poisoned D, D = C + A B^T with C distinct from D, then with C aliasing D (the same bits as C
 // distinct); each against the float64 oracle.
 void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config, const std::string& what,
-                  bool a_mn = false, bool b_mn = false) {
+                  bool a_mn = false, bool b_mn = false, int max_sms = 0) {
   SCOPED_TRACE(what);
   std::mt19937 rng(seed);
   Bf16Tensor a(static_cast<std::size_t>(m) * k, rng, 1.0f), b(static_cast<std::size_t>(n) * k, rng, 0.5f);
@@ -196,6 +196,7 @@ void run_fp32_out(int m, int n, int k, unsigned seed, const KernelConfig* config
   const TensorView cv = TensorView::contiguous(c.get(), DType::kFloat32, {m, n});
   GemmOptions options;
   options.config = config;
+  options.max_sms = max_sms;
   auto check = [&](const std::vector<double>& want, const char* what) {
     const auto got = d.download_as<float>(c_host.size());
     std::vector<double> g(got.begin(), got.end());
@@ -342,8 +343,9 @@ TEST(Bf16StagedGpu, KGroupedTnWithEmptyExpertsAndGraphReplay) {
 }
 
 // K-grouped tn with experts on both sides of kFp32ReduceMinK: C aliasing D (reduce-adds into D from K = 1024 on)
-// gives the bits of C distinct from a NaN-poisoned D, and both match the oracle; on the planner's tile or `config`.
-void run_k_grouped_tn_c_forms(int m, const KernelConfig* config) {
+// gives the bits of C distinct from a NaN-poisoned D, and both match the oracle; on the planner's tile or `config`,
+// on at most max_sms SMs (0: all).
+void run_k_grouped_tn_c_forms(int m, const KernelConfig* config, int max_sms = 0) {
   const int n = 320, groups = 4;
   const std::vector<std::int64_t> ks = {1024, 0, 384, 2048};
   const int sum_k = 3456;
@@ -370,6 +372,7 @@ void run_k_grouped_tn_c_forms(int m, const KernelConfig* config) {
     }
     GemmOptions options;
     options.config = config;
+    options.max_sms = max_sms;
     k_grouped_bf16_gemm_tn(av, bv, dv, aliased ? &dv : &cv, sizes, nullptr, options);
     MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
     got = d.download_as<float>(c_host.size());
@@ -560,6 +563,24 @@ TEST(Bf16ForcedConfigsGpu, ThreeWarpgroupTilesWithFp32D) {
   }
   SCOPED_TRACE("k-grouped tn, 192x128");
   run_k_grouped_tn_c_forms(400, &three);
+}
+
+// FP32 D on 128x128 tiles (the planner's for most BF16 weight gradients), forced, on two and three SMs: every CTA
+// runs many tiles in a row, an even and an odd number per CTA, so that the tiles of each math warpgroup follow one
+// another through the same staging buffer. Dense NT and TN with every form of C, M and N ending inside a tile, K on
+// both sides of kFp32ReduceMinK; k-grouped tn with an empty expert likewise.
+TEST(Bf16ForcedConfigsGpu, ManyFp32TilesPerCtaInARow) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig square = bf16_config(128, 128, 5);
+  for (const int sms : {2, 3}) {
+    for (const bool tn : {false, true}) {
+      const std::string form = std::string(tn ? "TN" : "NT") + ", 128x128 on " + std::to_string(sms) + " SMs";
+      run_fp32_out(520, 392, 1152, 51, &square, "520x392x1152 " + form, tn, tn, sms);  // 5 x 4 tiles
+      run_fp32_out(264, 136, 1000, 52, &square, "264x136x1000 " + form, tn, tn, sms);   // 3 x 2 tiles
+    }
+    SCOPED_TRACE("k-grouped tn, 128x128 on " + std::to_string(sms) + " SMs");
+    run_k_grouped_tn_c_forms(400, &square, sms);  // 4 x 3 tiles per expert with K
+  }
 }
 
 // The forms the pairs and tall tiles reject, with the rule in the message, before any launch.
