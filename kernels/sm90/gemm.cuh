@@ -23,6 +23,7 @@
 #pragma once
 
 #include "common/cluster_split.cuh"
+#include "common/pipeline_cursor.cuh"
 #include "common/platform.cuh"
 #include "common/scheduler.cuh"
 #include "sm90/epilogue.cuh"
@@ -33,19 +34,6 @@
 #include "sm90/wgmma_ops.cuh"
 
 namespace moegemm::kernels::sm90 {
-
-// Per-stage ring position, identical in producer and consumers.
-struct PipelineCursor {
-  int stage = 0;
-  u32 phase = 0;
-  template <int kStages>
-  MOEGEMM_DEVICE void advance() {
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1u;
-    }
-  }
-};
 
 // kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
 // CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
@@ -434,12 +422,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         const bool mine = (tile_count & 1) == static_cast<int>(wg_uniform);
         ++tile_count;
         if (!mine) {
-          if (passes.current >= 0) {
-            const int n = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
-            const int s = cur.stage + n;
-            cur.phase ^= static_cast<u32>((s / kStages) & 1);
-            cur.stage = s % kStages;
-          }
+          if (passes.current >= 0) cur.advance_by<kStages>(kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb);
           continue;
         }
         // Its K loop starts once the other warpgroup's previous K loop is done (kTurnBarrier): a stage's full
