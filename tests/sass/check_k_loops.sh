@@ -22,7 +22,8 @@ CONFIGS=(
   bm128_bn192_layout2_cm1_recipe0_mn0  # FP8 contiguous, running sums
   bm64_bn96_layout3_cm1_recipe0_mn0    # FP8 masked
   bm128_bn160_layout0_cm1_recipe1_mn0  # FP8 weight gradient (1,1,128)
-  bm128_bn160_layout0_cm1_recipe3_mn0  # BF16 with FP32 D
+  bm128_bn160_layout0_cm1_recipe3_mn0  # BF16 with FP32 D (ping-pong warpgroups)
+  bm128_bn128_layout4_cm1_recipe3_mn3  # BF16 k-grouped, FP32 D (ping-pong warpgroups, MN-major A and B)
   bm128_bn192_layout0_cm1_recipe2_mn0  # BF16
   bm256_bn128_layout0_cm1_recipe4_mn0  # BF16 D = C + A B^T, C prefetched by TMA
   bm128_bn160_layout4_cm1_recipe1_mn0  # FP8 k-grouped weight gradient, FP32 D through TMA
