@@ -139,6 +139,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   }
   const SchedulerProblem& prob = kKGrouped ? kgrouped_problem : params.problem;
   const int num_kb = ceil_div(prob.k, kStageK);
+  // K blocks of a tile: the problem's, or (k-grouped) its expert's.
+  auto tile_k_blocks = [&](const TileWork& t) { return kKGrouped ? ceil_div(t.k_len, kStageK) : num_kb; };
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const u32 lane = lane_index();
 
@@ -219,7 +221,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             // live in uniform registers; one elected lane issues. (Run by lane 0 alone inside a branch, each copy
             // was wrapped in a loop over active lanes: about 75 instructions per stage instead of about 50.
             // Measured: decode rows unchanged to 6% faster, docs/results/2026-12-03-producer-chain.md.)
-            const int tile_kb = warp_uniform(kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb);
+            const int tile_kb = warp_uniform(tile_k_blocks(w));
             const int k_base = warp_uniform(kKGrouped ? w.k_begin : 0);  // the expert's offset in the concatenated K
             const int a_row = warp_uniform(w.a_row);
             const int n_begin = warp_uniform(w.n_begin);
@@ -422,7 +424,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         const bool mine = (tile_count & 1) == static_cast<int>(wg_uniform);
         ++tile_count;
         if (!mine) {
-          if (passes.current >= 0) cur.advance_by<kStages>(kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb);
+          if (passes.current >= 0) cur.advance_by<kStages>(tile_k_blocks(w));
           continue;
         }
         // Its K loop starts once the other warpgroup's previous K loop is done (kTurnBarrier): a stage's full
@@ -447,7 +449,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       // Whether the tile has the K blocks (after its first) to hand over the previous tile's other reduce-adds.
       const int spread_blocks =
           kSpreadFp32Reduce
-              ? warp_uniform((kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb) > kSpreadPeel ? kSpreadPeel : 0)
+              ? warp_uniform(tile_k_blocks(w) > kSpreadPeel ? kSpreadPeel : 0)
               : 0;
       const bool c_issuer = kCPrefetch && (!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
                             warp_uniform(static_cast<int>(warp_in_wg)) == 0;
@@ -466,7 +468,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       };
       for (int first = 1;; first = 0) {
         const int g = passes.current;
-        const int tile_kb = kKGrouped ? ceil_div(w.k_len, kStageK) : num_kb;
+        const int tile_kb = tile_k_blocks(w);
         const int kb_first = kSplitK > 1 ? split_kb_begin : 0;
         const int kb_end = kSplitK > 1 ? split_kb_end : tile_kb;
         // Dense, masked and group-ends tiles always run a K block (K > 0 is validated, their group is valid): said
@@ -718,6 +720,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           const bool load_c = params.add_c && !reduce_into_d;
           // Ping-pong: wave 1 follows wave 0 through the one buffer, once the copy engine has read wave 0 out of it
           // (with C, wave 1's C is loaded into it then: the other warpgroup's WGMMAs run meanwhile).
+          // (The exit at the loop's end rather than a counted loop or a lambda per wave: those changed the code of
+          // the kernels that store one wave.)
           for (int v = 0;; ++v) {
             if (v == 0 && load_c) {
               mbarrier_wait(c_bar_addr, c_phase);
@@ -725,7 +729,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             } else {
               if constexpr (kSpreadFp32Reduce) spread_flush();  // the buffer's previous boxes, before the wait
               if (store_warp) {
-                if (v != 0 && load_c) {
+                if (v != 0 && load_c) {  // wave 1's C, loaded once wave 0 has left the buffer
                   const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)) + v * 64;
                   const int g0 = warp_uniform(w.group);
                   if (elect_one()) {

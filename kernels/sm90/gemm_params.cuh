@@ -220,8 +220,9 @@ MOEGEMM_HD constexpr bool gemm_three_warpgroups_supported(int recipe, int kind, 
 // loop), instead of all at once. These tiles hold 4 stages beside the FP32 staging buffer, so from the next tile's
 // fifth K block on its loads queued in the copy engine behind the whole result's reduce-adds. Measured against all
 // at once (docs/results/2026-12-04-decode-stride.md, runs 7-9): dense weight gradients in place on 128x128 tiles
-// 1.3-5.2% faster in each of three runs. Not elsewhere: the k-grouped 192x128 tile gained 0-3% but spills past the compile tests' budget
-// with the peeled blocks; the dense 192-row tile spilled and ran 4% slower; BF16 FP32 D (5 stages) measured level.
+// 1.3-5.2% faster in each of three runs. Not elsewhere: the k-grouped 192x128 tile gained 0-3% but spills past the
+// compile tests' budget with the peeled blocks; the dense 192-row tile spilled and ran 4% slower; BF16 FP32 D (5
+// stages) measured level.
 MOEGEMM_HD constexpr bool gemm_spread_fp32_reduce(int recipe, int kind, int block_m) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) && kind == static_cast<int>(GroupedKind::kDense) &&
          block_m == 128;
