@@ -1,0 +1,144 @@
+// wgmma_issue_rate: how fast one or two warpgroups can drive the tensor cores through FP8 WGMMA under the issue
+// schedules the GEMM kernels could use, with operands already in shared memory (no TMA, no pipeline, no epilogue).
+// Each issuing warpgroup runs `iters` K blocks of a 64x128 FP8 tile (four m64nNk32 steps, 128 deep) and reports the
+// cycles per K block of warpgroup 0 of CTA 0 (clock64). One warpgroup's K block is 256 tensor cycles of work at the
+// SM's 8,192 FP8 FLOP per cycle; two warpgroups' together 512.
+//   schedule: in phase (both warpgroups issue at once, as the kernels do), solo (warpgroup 0 alone), turns (the two
+//     take turns through named barriers: each waits for its turn, issues, commits and hands the turn over);
+//   chains: one n128 chain (four dependent WGMMAs into one accumulator), two n64 chains (the tile's column halves,
+//     interleaved) with A and B in shared memory (SS), or two n64 chains with A in registers (RS, loaded per K block);
+//   promotion: the recipe (1,1,128) promotion after each K block's wait (per-column scales read from shared memory,
+//     one multiply and one multiply-add per accumulator), or a plain add.
+// The values are garbage (shared memory filled with a hash): only the timing means anything.
+// Build and run (sm_90a, needs nvcc; tests/CMakeLists.txt compile-checks it):
+//   nvcc -std=c++20 -gencode arch=compute_90a,code=sm_90a -O3 -I kernels -o wgmma_issue_rate \
+//        tools/microbench/wgmma_issue_rate.cu && ./wgmma_issue_rate
+// Results: docs/results/2026-12-04-fp8-turns.md, run 4.
+#include <cstdio>
+#include <cuda_runtime.h>
+#include "sm90/ptx.cuh"
+#include "sm90/wgmma_ops.cuh"
+#include "sm90/smem_descriptor.cuh"
+using namespace moegemm::kernels::sm90;
+
+// m64n64k32 FP8 WGMMA with A from registers (four 32-bit registers per thread: 16 rows x 32 bytes per warp).
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4], u64 desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(0), "r"(scale_d));
+}
+
+// kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit)
+// kChains: 1 (one n128 chain, SS), 2 (two n64 chains, SS), 3 (two n64 chains, A from registers)
+template <int kSched, int kChains, bool kPromote>
+__global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float* sink) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  for (int i = threadIdx.x; i < 49152 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  __syncthreads();
+  if (wg == 2) return;  // no producer
+  if (kSched == 1 && wg == 1) return;
+  const u32 base = smem_addr(smem);
+  const u32 a_lo = smem_desc_sw128_lo(base + wg * 64 * 128);
+  const u32 b_lo = smem_desc_sw128_lo(base + 16384);
+  const u32 sfb = base + 32768 + (tid % 4) * 8;
+  float acc[64], result[64];
+  for (int i = 0; i < 64; ++i) result[i] = 0.f;
+  if (kSched == 2 && wg == 1) named_barrier_arrive(3, 256);
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+    unsigned afrag[4][4];
+    if constexpr (kChains == 3) {
+      for (int kk = 0; kk < 4; ++kk) {
+        const u32 addr = base + wg * 64 * 128 + ((tid * 16 + kk * 32 + it * 16) & 8191);
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(afrag[kk][0]), "=r"(afrag[kk][1]), "=r"(afrag[kk][2]), "=r"(afrag[kk][3]) : "r"(addr));
+      }
+    }
+    if constexpr (kSched == 2) named_barrier_sync(3 + wg, 256);
+    fence_registers(acc);
+    wgmma_fence();
+    float(&acc0)[32] = *reinterpret_cast<float(*)[32]>(&acc[0]);
+    float(&acc1)[32] = *reinterpret_cast<float(*)[32]>(&acc[32]);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const u64 da = smem_desc_sw128_from_lo(a_lo + kk * 2);
+      const u64 db0 = smem_desc_sw128_from_lo(b_lo + kk * 2);
+      const u64 db1 = smem_desc_sw128_from_lo(b_lo + kk * 2 + 64 * 128 / 16);
+      if constexpr (kChains == 1) {
+        wgmma_e4m3<128>(acc, da, db0, kk > 0);
+      } else if constexpr (kChains == 2) {
+        wgmma_e4m3<64>(acc0, da, db0, kk > 0);
+        wgmma_e4m3<64>(acc1, da, db1, kk > 0);
+      } else {
+        wgmma_rs_n64(acc0, afrag[kk], db0, kk > 0);
+        wgmma_rs_n64(acc1, afrag[kk], db1, kk > 0);
+      }
+    }
+    wgmma_commit();
+    if constexpr (kSched == 2) named_barrier_arrive(3 + (1 - wg), 256);
+    fence_registers(acc);
+    wgmma_wait<0>();
+    fence_registers(acc);
+    if constexpr (kPromote) {
+      const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        float sb0, sb1;
+        load_shared_v2_f32(sfb + j * 32, sb0, sb1);
+        result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
+        result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
+        result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
+        result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) result[i] += acc[i];
+    }
+  }
+  long long t1 = clock64();
+  if (kSched == 2 && wg == 0) named_barrier_sync(3, 256);
+  float s = 0.f;
+  for (int i = 0; i < 64; ++i) s += result[i];
+  sink[blockIdx.x * 256 + threadIdx.x] = s;
+  if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
+}
+
+static bool g_failed = false;
+
+template <int S, int C, bool P>
+void run(const char* name, int ctas, long long* d_out, float* d_sink) {
+  auto k = bench<S, C, P>;
+  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 50 * 1024);
+  const int iters = 4000;
+  k<<<ctas, 384, 50 * 1024>>>(iters, d_out, d_sink);
+  k<<<ctas, 384, 50 * 1024>>>(iters, d_out, d_sink);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) g_failed = true;
+  long long h[2];
+  cudaMemcpy(h, d_out, sizeof(h), cudaMemcpyDeviceToHost);
+  printf("%-44s ctas %3d  cycles per K block: wg0 %7.1f  %s\n", name, ctas, double(h[0]) / iters, e ? cudaGetErrorString(e) : "");
+}
+
+int main() {
+  long long* d_out; float* d_sink;
+  cudaMalloc(&d_out, 264 * 8 * 2); cudaMalloc(&d_sink, 132 * 256 * 4);
+  cudaMemset(d_out, 0, 264 * 16);
+  for (int ctas : {1, 132}) {
+    run<0, 1, false>("in phase, 1 chain n128, no promotion", ctas, d_out, d_sink);
+    run<0, 1, true>("in phase, 1 chain n128, promotion", ctas, d_out, d_sink);
+    run<1, 1, false>("solo, 1 chain n128", ctas, d_out, d_sink);
+    run<1, 2, false>("solo, 2 chains n64 SS", ctas, d_out, d_sink);
+    run<1, 3, false>("solo, 2 chains n64 RS", ctas, d_out, d_sink);
+    run<0, 2, false>("in phase, 2 chains n64 SS, no promotion", ctas, d_out, d_sink);
+    run<0, 3, false>("in phase, 2 chains n64 RS, no promotion", ctas, d_out, d_sink);
+    run<0, 3, true>("in phase, 2 chains n64 RS, promotion", ctas, d_out, d_sink);
+    run<2, 2, true>("turns, 2 chains n64 SS, promotion", ctas, d_out, d_sink);
+    run<2, 3, true>("turns, 2 chains n64 RS, promotion", ctas, d_out, d_sink);
+    run<2, 1, true>("turns, 1 chain n128, promotion", ctas, d_out, d_sink);
+  }
+  printf("tensor work of one warpgroup's 64x128x128 K block: 256 cycles (both warpgroups: 512)\n");
+  return g_failed ? 1 : 0;
+}
