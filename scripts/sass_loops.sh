@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reads the compiled code of every kernel configuration the compile checks build (no GPU needed): runs the
 # Fp8KernelCompiles tests with MOEGEMM_TEST_CUBIN_DIR, disassembles each cubin with nvdisasm and prints, per kernel,
-# its ptxas spill line, a line when ptxas serialised its WGMMAs (warning C7518), its instruction and
+# its ptxas spill line, a line when ptxas serialised its WGMMAs (C7514, C7517, C7518), its instruction and
 # convergence-barrier counts, and one line per compiled K block (from the stage wait to the WGMMA wait; an unrolled
 # loop shows one per block; a tile's peeled first block, run once per tile, is marked as such: sass_k_blocks.awk):
 # instructions, WGMMAs, R2UR moves (descriptors built in vector registers instead of on the uniform datapath) and
@@ -41,8 +41,13 @@ for cubin in "$OUT"/*.cubin; do
   "$NVDISASM" -c "$cubin" > "$OUT/$name.sass" 2>/dev/null || { echo "$name: nvdisasm failed"; continue; }
   spills="$(grep -aho '[0-9]* bytes spill stores' "$OUT/$name.log" | head -n 1)"
   echo "$name: ${spills:-spills unknown}"
-  # ptxas C7518: WGMMAs serialised (a wait after every one) because one could be in flight across a divergent path.
-  if grep -aq "C7518" "$OUT/$name.log"; then echo "  WGMMA serialised by ptxas (C7518)"; fi
+  # ptxas serialises the WGMMAs (a wait after every one) with C7518 when one could be in flight across a divergent
+  # path, and with C7514 when other instructions read accumulators it cannot prove complete (for example a group
+  # left in flight across a loop's back edge while the loop reads the other accumulators: docs/results/
+  # 2026-12-04-fp8-turns.md); C7517 marks a wait it inserted itself.
+  for code in C7514 C7517 C7518; do
+    if grep -aq "$code" "$OUT/$name.log"; then echo "  WGMMA serialised by ptxas ($code)"; fi
+  done
   # The whole kernel's size and its convergence barriers (BSSY: one per branch whose paths reconverge). A per-element
   # branch in an unrolled epilogue shows as dozens of them (docs/results/2026-12-03-rtg-tall-and-power.md).
   printf "  code: %d instructions, %d convergence barriers (BSSY)\n" \

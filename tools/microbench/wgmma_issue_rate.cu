@@ -30,7 +30,7 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(0), "r"(scale_d));
 }
 
-// kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit)
+// kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase
 // kChains: 1 (one n128 chain, SS), 2 (two n64 chains, SS), 3 (two n64 chains, A from registers)
 template <int kSched, int kChains, bool kPromote>
 __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float* sink) {
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   for (int i = threadIdx.x; i < 49152 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
   __syncthreads();
-  if (wg == 2) return;  // no producer
+  if (wg == 2 && kSched != 3) return;  // no producer
   if (kSched == 1 && wg == 1) return;
   const u32 base = smem_addr(smem);
   const u32 a_lo = smem_desc_sw128_lo(base + wg * 64 * 128);
@@ -103,23 +103,101 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
   float s = 0.f;
   for (int i = 0; i < 64; ++i) s += result[i];
   sink[blockIdx.x * 256 + threadIdx.x] = s;
+  if (tid == 0 && wg < 2) out[blockIdx.x * 2 + wg] = t1 - t0;
+}
+
+// Two accumulators per warpgroup, both warpgroups in phase, one n128 chain per K block: block k + 1 is issued before
+// block k (complete since the step before) is promoted, so that its WGMMAs run during the promotion; each step ends
+// with a full wait, so that no WGMMA group is in flight across the loop's back edge (with one in flight there,
+// ptxas 13.0 serialises every WGMMA of the kernel, warning C7514). kSplit 1: the next block's four WGMMAs, then the
+// whole promotion; kSplit 2: two WGMMAs, half of the promotion, two WGMMAs, the other half.
+// (256 threads: three accumulator sets need more registers than 384 threads leave.)
+template <int kSplit>
+__global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* out, float* sink) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  for (int i = threadIdx.x; i < 49152 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  __syncthreads();
+  const u32 base = smem_addr(smem);
+  const u32 a_lo = smem_desc_sw128_lo(base + wg * 64 * 128);
+  const u32 b_lo = smem_desc_sw128_lo(base + 16384);
+  const u32 sfb = base + 32768 + (tid % 4) * 8;
+  float acc_a[64], acc_b[64], result[64];
+  for (int i = 0; i < 64; ++i) result[i] = 0.f;
+  auto issue = [&](float (&acc)[64], int kk_begin, int kk_end) {
+#pragma unroll
+    for (int kk = kk_begin; kk < kk_end; ++kk) {
+      wgmma_e4m3<128>(acc, smem_desc_sw128_from_lo(a_lo + kk * 2), smem_desc_sw128_from_lo(b_lo + kk * 2), kk > 0);
+    }
+  };
+  auto promote = [&](const float (&acc)[64], int j_begin, int j_end, int it) {
+    const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
+#pragma unroll
+    for (int j = j_begin; j < j_end; ++j) {
+      float sb0, sb1;
+      load_shared_v2_f32(sfb + j * 32, sb0, sb1);
+      result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
+      result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
+      result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
+      result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
+    }
+  };
+  // One step: block it + 1 into `next` while block it (in `cur`, complete) is promoted.
+  auto step = [&](float (&next)[64], float (&cur)[64], int it) {
+    fence_registers(next);
+    wgmma_fence();
+    if constexpr (kSplit == 1) {
+      issue(next, 0, 4);
+      wgmma_commit();
+      promote(cur, 0, 16, it);
+    } else {
+      issue(next, 0, 2);
+      wgmma_commit();
+      promote(cur, 0, 8, it);
+      issue(next, 2, 4);
+      wgmma_commit();
+      promote(cur, 8, 16, it);
+    }
+    wgmma_wait<0>();
+    fence_registers(next);
+  };
+  long long t0 = clock64();
+  fence_registers(acc_a);
+  wgmma_fence();
+  issue(acc_a, 0, 4);
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_registers(acc_a);
+  for (int it = 0; it < iters; it += 2) {
+    step(acc_b, acc_a, it);
+    step(acc_a, acc_b, it + 1);
+  }
+  long long t1 = clock64();
+  float s = 0.f;
+  for (int i = 0; i < 64; ++i) s += result[i] + acc_a[i];
+  sink[blockIdx.x * 256 + threadIdx.x] = s;
   if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
 }
 
 static bool g_failed = false;
 
-template <int S, int C, bool P>
-void run(const char* name, int ctas, long long* d_out, float* d_sink) {
-  auto k = bench<S, C, P>;
+template <typename Kernel>
+void launch(Kernel k, const char* name, int ctas, long long* d_out, float* d_sink, int threads = 384) {
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 50 * 1024);
   const int iters = 4000;
-  k<<<ctas, 384, 50 * 1024>>>(iters, d_out, d_sink);
-  k<<<ctas, 384, 50 * 1024>>>(iters, d_out, d_sink);
+  k<<<ctas, threads, 50 * 1024>>>(iters, d_out, d_sink);
+  k<<<ctas, threads, 50 * 1024>>>(iters, d_out, d_sink);
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) g_failed = true;
   long long h[2];
   cudaMemcpy(h, d_out, sizeof(h), cudaMemcpyDeviceToHost);
-  printf("%-44s ctas %3d  cycles per K block: wg0 %7.1f  %s\n", name, ctas, double(h[0]) / iters, e ? cudaGetErrorString(e) : "");
+  printf("%-52s ctas %3d  cycles per K block: wg0 %7.1f  %s\n", name, ctas, double(h[0]) / iters, e ? cudaGetErrorString(e) : "");
+}
+
+template <int S, int C, bool P>
+void run(const char* name, int ctas, long long* d_out, float* d_sink) {
+  launch(bench<S, C, P>, name, ctas, d_out, d_sink);
 }
 
 int main() {
@@ -138,7 +216,11 @@ int main() {
     run<2, 2, true>("turns, 2 chains n64 SS, promotion", ctas, d_out, d_sink);
     run<2, 3, true>("turns, 2 chains n64 RS, promotion", ctas, d_out, d_sink);
     run<2, 1, true>("turns, 1 chain n128, promotion", ctas, d_out, d_sink);
+    run<3, 1, false>("three in phase, 1 chain n128, no promotion", ctas, d_out, d_sink);
+    run<3, 1, true>("three in phase, 1 chain n128, promotion", ctas, d_out, d_sink);
+    launch(bench_two_acc<1>, "in phase, two acc., next block issued, then promotion", ctas, d_out, d_sink, 256);
+    launch(bench_two_acc<2>, "in phase, two acc., halves of both interleaved", ctas, d_out, d_sink, 256);
   }
-  printf("tensor work of one warpgroup's 64x128x128 K block: 256 cycles (both warpgroups: 512)\n");
+  printf("tensor work of one warpgroup's 64x128x128 K block: 256 cycles (two warpgroups: 512, three: 768)\n");
   return g_failed ? 1 : 0;
 }
