@@ -30,15 +30,36 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(0), "r"(scale_d));
 }
 
-// kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase
+// kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase, 4 in
+// phase through a 4-stage ring of mbarriers as the kernels use it (a producer warp arrives on a stage's full barrier
+// once both warpgroups freed it; no copies: the operands stay where they are)
 // kChains: 1 (one n128 chain, SS), 2 (two n64 chains, SS), 3 (two n64 chains, A from registers)
 template <int kSched, int kChains, bool kPromote>
 __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float* sink) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  for (int i = threadIdx.x; i < 49152 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  constexpr int kRing = 4;
+  const u32 full_bar = smem_addr(smem) + 40960, empty_bar = full_bar + kRing * 8;
+  if (kSched == 4 && threadIdx.x == 0) {
+    for (int st = 0; st < kRing; ++st) {
+      mbarrier_init(reinterpret_cast<u64*>(smem + 40960) + st, 1);
+      mbarrier_init(reinterpret_cast<u64*>(smem + 40960) + kRing + st, 8);  // lane 0 of each consumer warp
+    }
+    fence_barrier_init();
+  }
   __syncthreads();
+  if (kSched == 4 && wg == 2) {
+    if (threadIdx.x == 256) {  // the producer: a stage is full again once both warpgroups freed it
+      for (int it = 0; it < iters; ++it) {
+        const u32 st = it % kRing, phase = (it / kRing) & 1;
+        mbarrier_wait(empty_bar + st * 8, phase ^ 1);
+        mbarrier_arrive(full_bar + st * 8);
+      }
+    }
+    return;
+  }
   if (wg == 2 && kSched != 3) return;  // no producer
   if (kSched == 1 && wg == 1) return;
   const u32 base = smem_addr(smem);
@@ -58,6 +79,7 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
       }
     }
     if constexpr (kSched == 2) named_barrier_sync(3 + wg, 256);
+    if constexpr (kSched == 4) mbarrier_wait(full_bar + (it % kRing) * 8, (it / kRing) & 1);
     fence_registers(acc);
     wgmma_fence();
     float(&acc0)[32] = *reinterpret_cast<float(*)[32]>(&acc[0]);
@@ -96,6 +118,9 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
     } else {
 #pragma unroll
       for (int i = 0; i < 64; ++i) result[i] += acc[i];
+    }
+    if constexpr (kSched == 4) {
+      if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_bar + (it % kRing) * 8);
     }
   }
   long long t1 = clock64();
@@ -218,6 +243,7 @@ int main() {
     run<2, 1, true>("turns, 1 chain n128, promotion", ctas, d_out, d_sink);
     run<3, 1, false>("three in phase, 1 chain n128, no promotion", ctas, d_out, d_sink);
     run<3, 1, true>("three in phase, 1 chain n128, promotion", ctas, d_out, d_sink);
+    run<4, 1, true>("in phase, promotion, 4-stage barrier ring", ctas, d_out, d_sink);
     launch(bench_two_acc<1>, "in phase, two acc., next block issued, then promotion", ctas, d_out, d_sink, 256);
     launch(bench_two_acc<2>, "in phase, two acc., halves of both interleaved", ctas, d_out, d_sink, 256);
   }
