@@ -30,6 +30,22 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(0), "r"(scale_d));
 }
 
+// The recipe (1,1,128) promotion of columns groups [j_begin, j_end) (8 columns each) of a 64x128 accumulator:
+// result += acc * scale_a[row] * scale_b[column], B's scales read from shared memory as the kernels do.
+__device__ __forceinline__ void promote_1d1d(float (&result)[64], const float (&acc)[64], int j_begin, int j_end,
+                                             u32 sfb, int it) {
+  const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
+#pragma unroll
+  for (int j = j_begin; j < j_end; ++j) {
+    float sb0, sb1;
+    load_shared_v2_f32(sfb + j * 32, sb0, sb1);
+    result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
+    result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
+    result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
+    result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
+  }
+}
+
 // kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase, 4 in
 // phase through a 4-stage ring of mbarriers as the kernels use it (a producer warp arrives on a stage's full barrier
 // once both warpgroups freed it; no copies: the operands stay where they are)
@@ -105,16 +121,7 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
     wgmma_wait<0>();
     fence_registers(acc);
     if constexpr (kPromote) {
-      const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        float sb0, sb1;
-        load_shared_v2_f32(sfb + j * 32, sb0, sb1);
-        result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
-        result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
-        result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
-        result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
-      }
+      promote_1d1d(result, acc, 0, 16, sfb, it);
     } else {
 #pragma unroll
       for (int i = 0; i < 64; ++i) result[i] += acc[i];
@@ -157,16 +164,7 @@ __global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* ou
     }
   };
   auto promote = [&](const float (&acc)[64], int j_begin, int j_end, int it) {
-    const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
-#pragma unroll
-    for (int j = j_begin; j < j_end; ++j) {
-      float sb0, sb1;
-      load_shared_v2_f32(sfb + j * 32, sb0, sb1);
-      result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
-      result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
-      result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
-      result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
-    }
+    promote_1d1d(result, acc, j_begin, j_end, sfb, it);
   };
   // One step: block it + 1 into `next` while block it (in `cur`, complete) is promoted.
   auto step = [&](float (&next)[64], float (&cur)[64], int it) {
