@@ -46,9 +46,12 @@ __device__ __forceinline__ void promote_1d1d(float (&result)[64], const float (&
   }
 }
 
+constexpr unsigned kScratchOffset = 45056;  // 44 KiB: past the operands, B's scales and the barriers
+
 // kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase, 4 in
-// phase through a 4-stage ring of mbarriers as the kernels use it (a producer warp arrives on a stage's full barrier
-// once both warpgroups freed it; no copies: the operands stay where they are)
+// phase through a 4-stage ring of mbarriers as the kernels use it (a producer arrives on a stage's full barrier once
+// both warpgroups freed it; no copies: the operands stay where they are), 5 the same ring with 32 KiB of shared-memory
+// writes per stage by the producer warpgroup (what the kernels' TMA copies write)
 // kChains: 1 (one n128 chain, SS), 2 (two n64 chains, SS), 3 (two n64 chains, A from registers)
 template <int kSched, int kChains, bool kPromote>
 __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float* sink) {
@@ -58,7 +61,8 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
   for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
   constexpr int kRing = 4;
   const u32 full_bar = smem_addr(smem) + 40960, empty_bar = full_bar + kRing * 8;
-  if (kSched == 4 && threadIdx.x == 0) {
+  constexpr bool kRingMode = kSched == 4 || kSched == 5;
+  if (kRingMode && threadIdx.x == 0) {
     for (int st = 0; st < kRing; ++st) {
       mbarrier_init(reinterpret_cast<u64*>(smem + 40960) + st, 1);
       mbarrier_init(reinterpret_cast<u64*>(smem + 40960) + kRing + st, 8);  // lane 0 of each consumer warp
@@ -66,13 +70,22 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
     fence_barrier_init();
   }
   __syncthreads();
-  if (kSched == 4 && wg == 2) {
-    if (threadIdx.x == 256) {  // the producer: a stage is full again once both warpgroups freed it
-      for (int it = 0; it < iters; ++it) {
-        const u32 st = it % kRing, phase = (it / kRing) & 1;
-        mbarrier_wait(empty_bar + st * 8, phase ^ 1);
-        mbarrier_arrive(full_bar + st * 8);
+  if (kRingMode && wg == 2) {
+    // The producer: a stage is full again once both warpgroups freed it. kSched 5: its warpgroup first writes the
+    // stage's 32 KiB (a 128x128 FP8 tile of A and one of B, the bytes a kernel's TMA copies bring) into a scratch
+    // region of shared memory, so that the writes compete with the WGMMAs' reads as the copies do.
+    const u32 scratch = smem_addr(smem) + kScratchOffset + tid * 16;
+    for (int it = 0; it < iters; ++it) {
+      const u32 st = it % kRing, phase = (it / kRing) & 1;
+      mbarrier_wait(empty_bar + st * 8, phase ^ 1);
+      if constexpr (kSched == 5) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(scratch + i * 2048), "r"(it) : "memory");
+        }
+        named_barrier_sync(1, 128);
       }
+      if (tid == 0) mbarrier_arrive(full_bar + st * 8);
     }
     return;
   }
@@ -95,7 +108,7 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
       }
     }
     if constexpr (kSched == 2) named_barrier_sync(3 + wg, 256);
-    if constexpr (kSched == 4) mbarrier_wait(full_bar + (it % kRing) * 8, (it / kRing) & 1);
+    if constexpr (kRingMode) mbarrier_wait(full_bar + (it % kRing) * 8, (it / kRing) & 1);
     fence_registers(acc);
     wgmma_fence();
     float(&acc0)[32] = *reinterpret_cast<float(*)[32]>(&acc[0]);
@@ -126,7 +139,7 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
 #pragma unroll
       for (int i = 0; i < 64; ++i) result[i] += acc[i];
     }
-    if constexpr (kSched == 4) {
+    if constexpr (kRingMode) {
       if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_bar + (it % kRing) * 8);
     }
   }
@@ -204,13 +217,14 @@ __global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* ou
 }
 
 static bool g_failed = false;
+constexpr int kSmemBytes = 80 * 1024;  // operands (40 KiB with B's scales and the barriers) and a 32 KiB scratch
 
 template <typename Kernel>
 void launch(Kernel k, const char* name, int ctas, long long* d_out, float* d_sink, int threads = 384) {
-  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 50 * 1024);
+  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   const int iters = 4000;
-  k<<<ctas, threads, 50 * 1024>>>(iters, d_out, d_sink);
-  k<<<ctas, threads, 50 * 1024>>>(iters, d_out, d_sink);
+  k<<<ctas, threads, kSmemBytes>>>(iters, d_out, d_sink);
+  k<<<ctas, threads, kSmemBytes>>>(iters, d_out, d_sink);
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) g_failed = true;
   long long h[2];
@@ -242,6 +256,7 @@ int main() {
     run<3, 1, false>("three in phase, 1 chain n128, no promotion", ctas, d_out, d_sink);
     run<3, 1, true>("three in phase, 1 chain n128, promotion", ctas, d_out, d_sink);
     run<4, 1, true>("in phase, promotion, 4-stage barrier ring", ctas, d_out, d_sink);
+    run<5, 1, true>("in phase, promotion, ring with 32 KiB stage writes", ctas, d_out, d_sink);
     launch(bench_two_acc<1>, "in phase, two acc., next block issued, then promotion", ctas, d_out, d_sink, 256);
     launch(bench_two_acc<2>, "in phase, two acc., halves of both interleaved", ctas, d_out, d_sink, 256);
   }
