@@ -4,7 +4,9 @@
 // cycles per K block of warpgroup 0 of CTA 0 (clock64). One warpgroup's K block is 256 tensor cycles of work at the
 // SM's 8,192 FP8 FLOP per cycle; two warpgroups' together 512.
 //   schedule: in phase (both warpgroups issue at once, as the kernels do), solo (warpgroup 0 alone), turns (the two
-//     take turns through named barriers: each waits for its turn, issues, commits and hands the turn over);
+//     take turns through named barriers: each waits for its turn, issues, commits and hands the turn over), three
+//     warpgroups in phase, in phase through a ring of stage barriers (with or without shared-memory writes standing
+//     in for the TMA copies), or two accumulators per warpgroup (bench_two_acc);
 //   chains: one n128 chain (four dependent WGMMAs into one accumulator), two n64 chains (the tile's column halves,
 //     interleaved) with A and B in shared memory (SS), or two n64 chains with A in registers (RS, loaded per K block);
 //   promotion: the recipe (1,1,128) promotion after each K block's wait (per-column scales read from shared memory,
@@ -58,7 +60,9 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) {
+    reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  }
   constexpr int kRing = 4;
   const u32 full_bar = smem_addr(smem) + 40960, empty_bar = full_bar + kRing * 8;
   constexpr bool kRingMode = kSched == 4 || kSched == 5;
@@ -104,7 +108,9 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
     if constexpr (kChains == 3) {
       for (int kk = 0; kk < 4; ++kk) {
         const u32 addr = base + wg * 64 * 128 + ((tid * 16 + kk * 32 + it * 16) & 8191);
-        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(afrag[kk][0]), "=r"(afrag[kk][1]), "=r"(afrag[kk][2]), "=r"(afrag[kk][3]) : "r"(addr));
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(afrag[kk][0]), "=r"(afrag[kk][1]), "=r"(afrag[kk][2]), "=r"(afrag[kk][3])
+                     : "r"(addr));
       }
     }
     if constexpr (kSched == 2) named_barrier_sync(3 + wg, 256);
@@ -162,7 +168,9 @@ __global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* ou
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  for (int i = threadIdx.x; i < 49152 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) {
+    reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  }
   __syncthreads();
   const u32 base = smem_addr(smem);
   const u32 a_lo = smem_desc_sw128_lo(base + wg * 64 * 128);
@@ -229,7 +237,8 @@ void launch(Kernel k, const char* name, int ctas, long long* d_out, float* d_sin
   if (e != cudaSuccess) g_failed = true;
   long long h[2];
   cudaMemcpy(h, d_out, sizeof(h), cudaMemcpyDeviceToHost);
-  printf("%-52s ctas %3d  cycles per K block: wg0 %7.1f  %s\n", name, ctas, double(h[0]) / iters, e ? cudaGetErrorString(e) : "");
+  printf("%-52s ctas %3d  cycles per K block: wg0 %7.1f  %s\n", name, ctas, double(h[0]) / iters,
+         e != cudaSuccess ? cudaGetErrorString(e) : "");
 }
 
 template <int S, int C, bool P>
