@@ -48,7 +48,30 @@ __device__ __forceinline__ void promote_1d1d(float (&result)[64], const float (&
   }
 }
 
+// Shared memory of every kernel here: A's 128 rows of 128 bytes, B's 128 rows, B's scales, then the barriers (ring
+// modes) and the producer's scratch; all from a 1024-byte aligned base (the 128-byte swizzle's atoms need it).
+constexpr unsigned kAOffset = 0, kBOffset = 16384, kSfbOffset = 32768, kBarrierOffset = 40960;
 constexpr unsigned kScratchOffset = 45056;  // 44 KiB: past the operands, B's scales and the barriers
+
+// The aligned base, its operands filled with a hash (garbage values: only the timing means anything).
+__device__ __forceinline__ unsigned char* filled_operands(unsigned char* smem_raw) {
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+  for (unsigned i = threadIdx.x; i < kBarrierOffset / 4; i += blockDim.x) {
+    reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
+  }
+  return smem;
+}
+
+// Warpgroup wg's WGMMA descriptors (low words) of its 64 rows of A and of B, and this thread's column pair of B's
+// scales.
+struct OperandAddresses {
+  u32 a_lo, b_lo, sfb;
+};
+__device__ __forceinline__ OperandAddresses operand_addresses(unsigned char* smem, int wg, int tid) {
+  const u32 base = smem_addr(smem);
+  return {smem_desc_sw128_lo(base + kAOffset + wg * 64 * 128), smem_desc_sw128_lo(base + kBOffset),
+          base + kSfbOffset + (tid % 4) * 8};
+}
 
 // kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase, 4 in
 // phase through a 4-stage ring of mbarriers as the kernels use it (a producer arrives on a stage's full barrier once
@@ -58,18 +81,15 @@ constexpr unsigned kScratchOffset = 45056;  // 44 KiB: past the operands, B's sc
 template <int kSched, int kChains, bool kPromote>
 __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float* sink) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+  unsigned char* smem = filled_operands(smem_raw);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) {
-    reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
-  }
   constexpr int kRing = 4;
-  const u32 full_bar = smem_addr(smem) + 40960, empty_bar = full_bar + kRing * 8;
+  const u32 full_bar = smem_addr(smem) + kBarrierOffset, empty_bar = full_bar + kRing * 8;
   constexpr bool kRingMode = kSched == 4 || kSched == 5;
   if (kRingMode && threadIdx.x == 0) {
     for (int st = 0; st < kRing; ++st) {
-      mbarrier_init(reinterpret_cast<u64*>(smem + 40960) + st, 1);
-      mbarrier_init(reinterpret_cast<u64*>(smem + 40960) + kRing + st, 8);  // lane 0 of each consumer warp
+      mbarrier_init(reinterpret_cast<u64*>(smem + kBarrierOffset) + st, 1);
+      mbarrier_init(reinterpret_cast<u64*>(smem + kBarrierOffset) + kRing + st, 8);  // lane 0 of each consumer warp
     }
     fence_barrier_init();
   }
@@ -95,10 +115,9 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
   }
   if (wg == 2 && kSched != 3) return;  // no producer
   if (kSched == 1 && wg == 1) return;
-  const u32 base = smem_addr(smem);
-  const u32 a_lo = smem_desc_sw128_lo(base + wg * 64 * 128);
-  const u32 b_lo = smem_desc_sw128_lo(base + 16384);
-  const u32 sfb = base + 32768 + (tid % 4) * 8;
+  const OperandAddresses ops = operand_addresses(smem, wg, tid);
+  const u32 a_lo = ops.a_lo, b_lo = ops.b_lo, sfb = ops.sfb;
+  const u32 a_rows = smem_addr(smem) + kAOffset + wg * 64 * 128;  // RS: this warpgroup's rows of A
   float acc[64], result[64];
   for (int i = 0; i < 64; ++i) result[i] = 0.f;
   if (kSched == 2 && wg == 1) named_barrier_arrive(3, 256);
@@ -107,7 +126,7 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
     unsigned afrag[4][4];
     if constexpr (kChains == 3) {
       for (int kk = 0; kk < 4; ++kk) {
-        const u32 addr = base + wg * 64 * 128 + ((tid * 16 + kk * 32 + it * 16) & 8191);
+        const u32 addr = a_rows + ((tid * 16 + kk * 32 + it * 16) & 8191);
         asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
                      : "=r"(afrag[kk][0]), "=r"(afrag[kk][1]), "=r"(afrag[kk][2]), "=r"(afrag[kk][3])
                      : "r"(addr));
@@ -166,16 +185,11 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
 template <int kSplit>
 __global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* out, float* sink) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+  unsigned char* smem = filled_operands(smem_raw);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) {
-    reinterpret_cast<unsigned*>(smem)[i] = 0x38383838u ^ (i * 2654435761u);
-  }
   __syncthreads();
-  const u32 base = smem_addr(smem);
-  const u32 a_lo = smem_desc_sw128_lo(base + wg * 64 * 128);
-  const u32 b_lo = smem_desc_sw128_lo(base + 16384);
-  const u32 sfb = base + 32768 + (tid % 4) * 8;
+  const OperandAddresses ops = operand_addresses(smem, wg, tid);
+  const u32 a_lo = ops.a_lo, b_lo = ops.b_lo, sfb = ops.sfb;
   float acc_a[64], acc_b[64], result[64];
   for (int i = 0; i < 64; ++i) result[i] = 0.f;
   auto issue = [&](float (&acc)[64], int kk_begin, int kk_end) {
