@@ -542,8 +542,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
                 wgmma_fence();
                 if constexpr (kPingPong) {
-                  // One warpgroup's two waves as two chains, interleaved: one chain of dependent WGMMAs runs at
-                  // half the tensor rate (docs/results/2026-12-04-what-bounds-the-k-loop.md, runs 8-9).
+                  // One warpgroup's two waves as two chains, interleaved. (Chosen because one chain alone looked
+                  // half-rate; run 4 of docs/results/2026-12-04-fp8-turns.md later put one FP8 warpgroup alone at 60%
+                  // of the tensor rate with one chain or two: the limit is the warpgroup's, the order unmeasured.)
 #pragma unroll
                   for (int kk = 0; kk < 4; ++kk) {
                     const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));

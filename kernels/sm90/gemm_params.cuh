@@ -241,7 +241,8 @@ MOEGEMM_HD constexpr bool gemm_fp32_tma_epilogue(int kind, int block_n) {
 
 // BF16 with FP32 D through TMA on 128-row tiles (no cluster, no K split): the two math warpgroups ping-pong. Each
 // takes every other tile of the CTA whole, as two 64-row waves whose WGMMAs go out interleaved (two independent
-// chains: one chain alone runs at half the tensor rate) with one K block in flight, and skips the other's K blocks in
+// chains; one warpgroup alone drives the tensor cores at about 60% of their rate, docs/results/2026-12-04-fp8-turns.md,
+// run 4) with one K block in flight, and skips the other's K blocks in
 // the stage ring. A warpgroup starts a K loop once the other is past its last stage wait of the tile before (named
 // barrier: a stage's full barrier is waited on by parity, so no warpgroup may wait more than one phase ahead), so
 // one warpgroup's epilogue (C added in the staging buffer, the stores or reduce-adds issued) runs while the other's
