@@ -18,6 +18,10 @@ struct KernelConfig {
   // results in rank order (deterministic). Dense layout, block_m 64 or 128, block_n <= 64, cluster 1x1, up to 4; for
   // problems with fewer tiles than SMs (decode on narrow N).
   int k_splits = 1;
+  // Tile order inside a group (docs/scheduler.md, "Rasterisation inside a group"): m-blocks per band. 0 (the
+  // planner's choice): picked at launch from the problem's blocks (pick_raster_band); a positive value forces it
+  // (values past the group's m-blocks act as one band per group). No kernel depends on it: no recompilation.
+  int raster_band = 0;
   int num_sms = 0;          // persistent grid size
   int smem_bytes = 0;       // dynamic shared memory the configuration needs
   std::string to_string() const;

@@ -38,6 +38,7 @@ class KernelConfig:
     cluster_m: int
     cluster_n: int
     k_splits: int
+    raster_band: int
     num_sms: int
     smem_bytes: int
     def __init__(self) -> None: ...

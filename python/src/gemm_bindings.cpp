@@ -209,6 +209,7 @@ std::string describe(const KernelConfig& c) {
          ", block_k=" + std::to_string(c.block_k) + ", stages=" + std::to_string(c.stages) +
          ", math_warpgroups=" + std::to_string(c.math_warpgroups) + ", cluster_m=" + std::to_string(c.cluster_m) +
          ", cluster_n=" + std::to_string(c.cluster_n) + ", k_splits=" + std::to_string(c.k_splits) +
+         ", raster_band=" + std::to_string(c.raster_band) +
          ", num_sms=" + std::to_string(c.num_sms) +
          ", smem_bytes=" + std::to_string(c.smem_bytes) + ")";
 }
@@ -226,6 +227,7 @@ void bind_gemm(nb::module_& m) {
       .def_rw("cluster_m", &KernelConfig::cluster_m)
       .def_rw("cluster_n", &KernelConfig::cluster_n)
       .def_rw("k_splits", &KernelConfig::k_splits)
+      .def_rw("raster_band", &KernelConfig::raster_band)
       .def_rw("num_sms", &KernelConfig::num_sms)
       .def_rw("smem_bytes", &KernelConfig::smem_bytes)
       .def("__repr__", &describe);

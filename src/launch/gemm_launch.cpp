@@ -84,7 +84,10 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   prob.block_n = c.block_n * c.cluster_n;
   const int m_blocks = std::max(1, (a.rows + prob.block_m - 1) / prob.block_m);
   const int n_blocks = (a.n + prob.block_n - 1) / prob.block_n;
-  prob.band = kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, prob.block_n, c.num_sms / cluster);
+  // A forced band (KernelConfig::raster_band, experiments) counts pair tiles, as the scheduler's m-blocks do.
+  prob.band = c.raster_band > 0 ? c.raster_band
+                                : kernels::pick_raster_band(m_blocks, n_blocks, prob.block_m, prob.block_n,
+                                                            c.num_sms / cluster);
   prob.routing = a.routing;
   // K-grouped with a C distinct from D (c set): experts with K_g = 0 get tiles too (empty reduction), so D[g] = C[g].
   prob.kgrouped_empty_experts_store = a.layout == GroupedKind::kKGrouped && a.c != nullptr ? 1 : 0;

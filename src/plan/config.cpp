@@ -10,6 +10,7 @@ std::string KernelConfig::to_string() const {
      << " math warpgroups, cluster " << cluster_m << "x" << cluster_n << ", " << num_sms << " SMs, " << smem_bytes
      << " B shared";
   if (k_splits != 1) os << ", K split " << k_splits << " ways";
+  if (raster_band != 0) os << ", raster band " << raster_band;
   return os.str();
 }
 

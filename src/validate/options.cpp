@@ -82,6 +82,10 @@ void check_config(const KernelConfig& config, bool fp8) {
     fail(name, "k_splits must be in [1, 4] (CTAs of a cluster splitting one tile's K)",
          field("k_splits", config.k_splits));
   }
+  if (config.raster_band < 0) {
+    fail(name, "raster_band must be non-negative (0: picked at launch; else m-blocks per rasterisation band)",
+         field("raster_band", config.raster_band));
+  }
   if (config.num_sms < 0)
     fail(name, "num_sms must be non-negative (0: the planner's choice)", field("num_sms", config.num_sms));
   if (config.smem_bytes < 0) fail(name, "smem_bytes must be non-negative", field("smem_bytes", config.smem_bytes));

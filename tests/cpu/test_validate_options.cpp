@@ -122,6 +122,18 @@ TEST(ValidateOptions, KSplitsAreOneToFour) {
   EXPECT_NO_THROW(check_config(config, true));
 }
 
+TEST(ValidateOptions, RasterBandMustBeNonNegative) {
+  KernelConfig config;
+  config.raster_band = -1;
+  EXPECT_INVALID(check_config(config, true), "options.config: raster_band must be non-negative",
+                 "got raster_band = -1");
+  config.raster_band = 0;
+  EXPECT_NO_THROW(check_config(config, true));
+  config.raster_band = 1000;  // past any problem's m-blocks: one band per group
+  EXPECT_NO_THROW(check_config(config, true));
+  EXPECT_NE(config.to_string().find("raster band 1000"), std::string::npos) << config.to_string();
+}
+
 TEST(ValidateOptions, ConfigCountsMustBeNonNegative) {
   KernelConfig config;
   config.num_sms = -1;

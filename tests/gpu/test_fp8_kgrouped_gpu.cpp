@@ -235,6 +235,18 @@ TEST(Fp8KGroupedGpu, ThreeWarpgroupTilesMatchOracle) {
   }
 }
 
+// Forced rasterisation bands (KernelConfig::raster_band; docs/scheduler.md): every tile of every expert is computed
+// once whatever the band, including bands that do not divide the experts' m-blocks and one taller than an expert.
+TEST(Fp8KGroupedGpu, ForcedRasterBandsMatchOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int band : {1, 3, 11, 64}) {
+    KernelConfig config = testing::tile_config(64, 64, 128, 4);
+    config.raster_band = band;
+    SCOPED_TRACE("64x64, band " + std::to_string(band));
+    expect_shapes_match_oracle({{700, 320, {256, 0, 384}}}, &config);  // 11 x 5 tiles per expert
+  }
+}
+
 // ---- 2. CUDA graph replayed after the device sizes change --------------------------------------------------------
 
 // `call` captured on `stream` into an instantiated graph (after an eager warm-up: a call that would compile inside

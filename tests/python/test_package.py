@@ -118,6 +118,11 @@ def test_plans_are_printable_for_every_family():
     assert masked.block_n % 64 == 0 and masked.cluster_m == 1
     with pytest.raises(moegemm.InvalidArgumentError, match="layout"):
         moegemm.plan_bf16_gemm(128, 128, 128, layout="sparse")
+    # Plans leave the tile order's band to the launch (0); an override may force one (KernelConfig.raster_band).
+    assert fp8.raster_band == 0 and "raster_band=0" in repr(fp8)
+    forced = moegemm.KernelConfig()
+    forced.raster_band = 32
+    assert forced.raster_band == 32 and "raster_band=32" in repr(forced)
 
 
 def test_precompile_writes_the_planned_kernels_into_the_cache(tmp_path, monkeypatch):

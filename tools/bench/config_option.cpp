@@ -57,6 +57,7 @@ std::string compact_config(const moegemm::KernelConfig& config) {
     out += " c" + std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n);
   }
   if (config.k_splits != 1) out += " k" + std::to_string(config.k_splits);
+  if (config.raster_band != 0) out += " b" + std::to_string(config.raster_band);
   return out;
 }
 
@@ -123,6 +124,15 @@ std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
       },
       [](int m, int n, int k, int g) { return moegemm::plan_fp8_gemm_wgrad(m, n, k, g); },
       [](const moegemm::Bf16PlanQuery& q) { return moegemm::plan_bf16_gemm(q); });
+}
+
+std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::optional<moegemm::KernelConfig>& config,
+                                                   int raster_band) {
+  if (raster_band == 0) return config;
+  std::optional<moegemm::KernelConfig> forced = config ? config : planned_config(c);
+  if (!forced) throw std::invalid_argument("--band: the planner has no configuration for this row");
+  forced->raster_band = raster_band;
+  return forced;
 }
 
 std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c) {

@@ -19,12 +19,18 @@ namespace moegemm::bench {
 // to say (per call).
 moegemm::KernelConfig parse_config(const std::string& text);
 
-// The table's short form: "128x192x4", with " c2x1" appended for a cluster.
+// The table's short form: "128x192x4", with " c2x1" appended for a cluster, " k2" for a K split and " b32" for a
+// forced rasterisation band.
 std::string compact_config(const moegemm::KernelConfig& config);
 
 // What the planner picks for the row (moegemm::plan_fp8_gemm_nt, plan_fp8_gemm_wgrad or plan_bf16_gemm, as the
 // row's call plans it).
 std::optional<moegemm::KernelConfig> planned_config(const Case& c);
+
+// What a row's moegemm calls force: --config's configuration, or with --band alone the planner's for the row, with
+// --band's rasterisation band set; nothing without either.
+std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::optional<moegemm::KernelConfig>& config,
+                                                   int raster_band);
 
 // --precompile: the row's kernels compiled into the disk cache (moegemm::precompile_*), no GPU needed.
 std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c);

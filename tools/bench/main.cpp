@@ -67,6 +67,8 @@ const char* kUsage =
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too,\n"
     "                   BMxBNxSTAGESxCMxCNxKS also the K split)\n"
     "                   on every moegemm call of the run\n"
+    "  --band N         force the tile order's rasterisation band (N m-blocks per band; docs/scheduler.md) on\n"
+    "                   every moegemm call, on --config's configuration or else on the planner's for each row\n"
     "  --print-config   show the planner's configuration for each row (with --list: no GPU needed)\n"
     "  --rows TEXT      run only the suite rows whose label contains TEXT (e.g. \"G=32 exp=192\"); a row\n"
     "                   keeps the inputs it has in the whole suite\n"
@@ -139,6 +141,9 @@ Options parse(int argc, char** argv) {
       o.settings.check_budget = std::stod(value());
     } else if (arg == "--config") {
       o.settings.config = parse_config(value());
+    } else if (arg == "--band") {
+      o.settings.raster_band = static_cast<int>(to_integer(arg, value()));
+      if (o.settings.raster_band < 1) throw std::invalid_argument("--band: must be at least 1");
     } else if (arg == "--interleave") {
       o.settings.interleave = true;
     } else if (arg == "--kernel-time") {

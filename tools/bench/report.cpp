@@ -265,6 +265,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
      << ",\n  \"check\": " << (info.settings.check ? "true" : "false")
      << ",\n  \"check_budget\": " << json_number(info.settings.check_budget) << ",\n  \"config_override\": "
      << (info.settings.config ? json_string(compact_config(*info.settings.config)) : std::string("null"))
+     << ",\n  \"raster_band\": " << info.settings.raster_band
      << ",\n  \"device\": {\"name\": " << json_string(info.device_name) << ", \"sm_count\": " << info.sm_count
      << ", \"compute_capability\": \"" << info.cc_major << "." << info.cc_minor
      << "\", \"clock_khz\": " << info.clock_khz << ", \"memory_clock_khz\": " << info.memory_clock_khz

@@ -360,7 +360,7 @@ CaseResult Runner::run(const Case& c) {
   if (settings_.print_config) result.plan = planned_config(c);
   std::unique_ptr<Problem> problem;
   try {
-    problem = make_problem(c, settings_.config, stream_);
+    problem = make_problem(c, forced_config(c, settings_.config, settings_.raster_band), stream_);
   } catch (const std::exception& e) {
     result.error = std::string("setup: ") + e.what();
     note_failure(result.error);

@@ -65,6 +65,9 @@ struct RunSettings {
   bool check = true;
   double check_budget = 1e9;  // multiply-adds of the float64 reference per checked output
   std::optional<moegemm::KernelConfig> config;  // --config: forced on every moegemm call
+  // --band: the rasterisation band forced on every moegemm call (KernelConfig::raster_band), on --config's
+  // configuration or else on the planner's for each row; 0: none forced.
+  int raster_band = 0;
   bool print_config = false;                    // --print-config
   // --interleave: moegemm and the baselines timed call by call in turn (each call after its own L2 flush), so that
   // all of a row's implementations run at the same clocks; by default each is timed in a block of its own.
