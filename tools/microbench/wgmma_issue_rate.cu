@@ -6,7 +6,8 @@
 //   schedule: in phase (both warpgroups issue at once, as the kernels do), solo (warpgroup 0 alone), turns (the two
 //     take turns through named barriers: each waits for its turn, issues, commits and hands the turn over), three
 //     warpgroups in phase, in phase through a ring of stage barriers (with or without shared-memory writes standing
-//     in for the TMA copies), or two accumulators per warpgroup (bench_two_acc);
+//     in for the TMA copies), or two accumulators per warpgroup (bench_two_acc; alone, or through the ring with or
+//     without the writes);
 //   chains: one n128 chain (four dependent WGMMAs into one accumulator), two n64 chains (the tile's column halves,
 //     interleaved) with A and B in shared memory (SS), or two n64 chains with A in registers (RS, loaded per K block);
 //   promotion: the recipe (1,1,128) promotion after each K block's wait (per-column scales read from shared memory,
@@ -73,6 +74,40 @@ __device__ __forceinline__ OperandAddresses operand_addresses(unsigned char* sme
           base + kSfbOffset + (tid % 4) * 8};
 }
 
+// The ring modes' 4-stage ring of mbarriers, as the kernels use it: a full barrier per stage (one producer arrival)
+// and an empty one (lane 0 of each of the two consumer warpgroups' warps).
+constexpr int kRing = 4;
+__device__ __forceinline__ void init_ring(unsigned char* smem) {
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kRing; ++st) {
+      mbarrier_init(reinterpret_cast<u64*>(smem + kBarrierOffset) + st, 1);
+      mbarrier_init(reinterpret_cast<u64*>(smem + kBarrierOffset) + kRing + st, 8);
+    }
+    fence_barrier_init();
+  }
+}
+
+// The producer warpgroup of the ring modes: fills `stages` stages in turn, each once both consumer warpgroups freed
+// it. kWrites: its warpgroup first writes the stage's 32 KiB (a 128x128 FP8 tile of A and one of B, the bytes a
+// kernel's TMA copies bring) into a scratch region of shared memory, so that the writes compete with the WGMMAs'
+// reads as the copies do. (The operands themselves stay where they are.)
+template <bool kWrites>
+__device__ __forceinline__ void ring_producer(unsigned char* smem, int tid, int stages, u32 full_bar, u32 empty_bar) {
+  const u32 scratch = smem_addr(smem) + kScratchOffset + tid * 16;
+  for (int it = 0; it < stages; ++it) {
+    const u32 st = it % kRing, phase = (it / kRing) & 1;
+    mbarrier_wait(empty_bar + st * 8, phase ^ 1);
+    if constexpr (kWrites) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(scratch + i * 2048), "r"(it) : "memory");
+      }
+      named_barrier_sync(1, 128);
+    }
+    if (tid == 0) mbarrier_arrive(full_bar + st * 8);
+  }
+}
+
 // kSched: 0 in phase, 1 solo (warpgroup 0 only), 2 turns (hand over at commit), 3 three warpgroups in phase, 4 in
 // phase through a 4-stage ring of mbarriers as the kernels use it (a producer arrives on a stage's full barrier once
 // both warpgroups freed it; no copies: the operands stay where they are), 5 the same ring with 32 KiB of shared-memory
@@ -83,34 +118,12 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = filled_operands(smem_raw);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  constexpr int kRing = 4;
   const u32 full_bar = smem_addr(smem) + kBarrierOffset, empty_bar = full_bar + kRing * 8;
   constexpr bool kRingMode = kSched == 4 || kSched == 5;
-  if (kRingMode && threadIdx.x == 0) {
-    for (int st = 0; st < kRing; ++st) {
-      mbarrier_init(reinterpret_cast<u64*>(smem + kBarrierOffset) + st, 1);
-      mbarrier_init(reinterpret_cast<u64*>(smem + kBarrierOffset) + kRing + st, 8);  // lane 0 of each consumer warp
-    }
-    fence_barrier_init();
-  }
+  if (kRingMode) init_ring(smem);
   __syncthreads();
   if (kRingMode && wg == 2) {
-    // The producer: a stage is full again once both warpgroups freed it. kSched 5: its warpgroup first writes the
-    // stage's 32 KiB (a 128x128 FP8 tile of A and one of B, the bytes a kernel's TMA copies bring) into a scratch
-    // region of shared memory, so that the writes compete with the WGMMAs' reads as the copies do.
-    const u32 scratch = smem_addr(smem) + kScratchOffset + tid * 16;
-    for (int it = 0; it < iters; ++it) {
-      const u32 st = it % kRing, phase = (it / kRing) & 1;
-      mbarrier_wait(empty_bar + st * 8, phase ^ 1);
-      if constexpr (kSched == 5) {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(scratch + i * 2048), "r"(it) : "memory");
-        }
-        named_barrier_sync(1, 128);
-      }
-      if (tid == 0) mbarrier_arrive(full_bar + st * 8);
-    }
+    ring_producer<kSched == 5>(smem, tid, iters, full_bar, empty_bar);
     return;
   }
   if (wg == 2 && kSched != 3) return;  // no producer
@@ -181,13 +194,33 @@ __global__ void __launch_bounds__(384, 1) bench(int iters, long long* out, float
 // with a full wait, so that no WGMMA group is in flight across the loop's back edge (with one in flight there,
 // ptxas 13.0 serialises every WGMMA of the kernel, warning C7514). kSplit 1: the next block's four WGMMAs, then the
 // whole promotion; kSplit 2: two WGMMAs, half of the promotion, two WGMMAs, the other half.
-// (256 threads: three accumulator sets need more registers than 384 threads leave.)
-template <int kSplit>
-__global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* out, float* sink) {
+// kRing 0: no ring (256 threads: three accumulator sets need more registers than 384 threads leave without
+// setmaxnreg); 1: through the 4-stage ring of the ring modes, a block's stage freed after its promotion as the
+// kernels' two-accumulator form does (384 threads, the producer giving registers to the two issuing warpgroups as
+// the kernels do); 2: the same with the producer's 32 KiB of shared-memory writes per stage.
+template <int kSplit, int kRingForm = 0>
+__global__ void __launch_bounds__(kRingForm == 0 ? 256 : 384, 1) bench_two_acc(int iters, long long* out, float* sink) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = filled_operands(smem_raw);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  constexpr bool kRingMode = kRingForm != 0;
+  const u32 full_bar = smem_addr(smem) + kBarrierOffset, empty_bar = full_bar + kRing * 8;
+  if (kRingMode) init_ring(smem);
   __syncthreads();
+  if (kRingMode && wg == 2) {
+    setmaxnreg_dec<40>();
+    ring_producer<kRingForm == 2>(smem, tid, iters + 1, full_bar, empty_bar);  // blocks 0 .. iters
+    return;
+  }
+  if constexpr (kRingMode) setmaxnreg_inc<232>();
+  auto wait_full = [&](int block) {
+    if constexpr (kRingMode) mbarrier_wait(full_bar + (block % kRing) * 8, (block / kRing) & 1);
+  };
+  auto release = [&](int block) {
+    if constexpr (kRingMode) {
+      if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_bar + (block % kRing) * 8);
+    }
+  };
   const OperandAddresses ops = operand_addresses(smem, wg, tid);
   const u32 a_lo = ops.a_lo, b_lo = ops.b_lo, sfb = ops.sfb;
   float acc_a[64], acc_b[64], result[64];
@@ -203,6 +236,7 @@ __global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* ou
   };
   // One step: block it + 1 into `next` while block it (in `cur`, complete) is promoted.
   auto step = [&](float (&next)[64], float (&cur)[64], int it) {
+    wait_full(it + 1);
     fence_registers(next);
     wgmma_fence();
     if constexpr (kSplit == 1) {
@@ -217,10 +251,12 @@ __global__ void __launch_bounds__(256, 1) bench_two_acc(int iters, long long* ou
       wgmma_commit();
       promote(cur, 8, 16, it);
     }
+    release(it);
     wgmma_wait<0>();
     fence_registers(next);
   };
   long long t0 = clock64();
+  wait_full(0);
   fence_registers(acc_a);
   wgmma_fence();
   issue(acc_a, 0, 4);
@@ -282,6 +318,9 @@ int main() {
     run<5, 1, true>("in phase, promotion, ring with 32 KiB stage writes", ctas, d_out, d_sink);
     launch(bench_two_acc<1>, "in phase, two acc., next block issued, then promotion", ctas, d_out, d_sink, 256);
     launch(bench_two_acc<2>, "in phase, two acc., halves of both interleaved", ctas, d_out, d_sink, 256);
+    run<5, 1, false>("in phase, no promotion, ring with 32 KiB stage writes", ctas, d_out, d_sink);
+    launch(bench_two_acc<1, 1>, "two acc., next block issued, then promotion, ring", ctas, d_out, d_sink);
+    launch(bench_two_acc<1, 2>, "two acc., as above, ring with 32 KiB stage writes", ctas, d_out, d_sink);
   }
   printf("tensor work of one warpgroup's 64x128x128 K block: 256 cycles (two warpgroups: 512, three: 768)\n");
   return g_failed ? 1 : 0;
