@@ -238,6 +238,33 @@ TEST(Fp8DenseGpu, TallTilesOnPartialBlocks) {
   }
 }
 
+// 128-row tiles on every K-block count from 1 to 5 and a partial last block (K = 576: 4.5 blocks), alone and in
+// pairs sharing B: against the oracle into a poisoned D, and bitwise equal to 64-row tiles (every tile shape sums each
+// 128-K block in the same order). K loops that handle two K blocks per step have odd and even counts to get right.
+TEST(Fp8DenseGpu, RowTilesOf128OnEveryKBlockCountUpTo5) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 200, n = 256;
+  for (const int k : {128, 256, 384, 512, 576, 640}) {
+    std::mt19937 rng(static_cast<unsigned>(k + 991));
+    Fp8Operands ops(1, m, n, k, 1, rng);
+    DeviceBuffer d(static_cast<std::size_t>(m) * n * 2);
+    const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m, n});
+    ref::GroupedResult want{ref::fp8_gemm_1d2d(ops.a, ops.b), std::vector<std::uint8_t>(m, 1)};
+    std::vector<std::uint16_t> first;
+    for (const KernelConfig& cfg : {tile_config(64, 64, 4), tile_config(128, 128, 4), tile_config(128, 64, 4),
+                                    tile_config(128, 128, 4, 2), tile_config(128, 96, 4)}) {
+      const std::string what = "k " + std::to_string(k) + ", " + config_name(cfg);
+      std::vector<std::uint16_t> got;
+      run_dense_with(ops, d, dv, cfg, got);
+      if (HasFatalFailure()) return;
+      expect_rows_match(got, want, n, what.c_str());
+      EXPECT_TRUE(d.guard_intact()) << what << ": a write landed past the end of D";
+      if (first.empty()) first = got;
+      EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * 2)) << what;
+    }
+  }
+}
+
 // K split across a cluster (k_splits 2 to 4): each rank sums its own slice of the K blocks and rank 0 adds the
 // others' partial results in rank order. Decode N = 576 over 7168 K; partial tiles and a partial 128-K block
 // (37 x 200 x 2112); two K blocks over four ranks, so that ranks 0 and 2 have none (130 x 64 x 256). Each against

@@ -235,6 +235,17 @@ TEST(Fp8KGroupedGpu, ThreeWarpgroupTilesMatchOracle) {
   }
 }
 
+// 128-row tiles (the weight-gradient kernels' two-warpgroup form) on experts of 1 to 5 K blocks and none, with 128
+// and 64 columns: K loops that handle two K blocks per step have odd and even counts to get right.
+TEST(Fp8KGroupedGpu, RowTilesOf128OnEveryKBlockCountUpTo5) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int block_n : {128, 64}) {
+    const KernelConfig config = testing::tile_config(128, block_n, 128, 4);
+    SCOPED_TRACE("128x" + std::to_string(block_n));
+    expect_shapes_match_oracle({{200, 320, {128, 256, 0, 384, 512, 640}}}, &config);
+  }
+}
+
 // Forced rasterisation bands (KernelConfig::raster_band; docs/scheduler.md): every tile of every expert is computed
 // once whatever the band, including bands that do not divide the experts' m-blocks and one taller than an expert.
 TEST(Fp8KGroupedGpu, ForcedRasterBandsMatchOracle) {
