@@ -194,19 +194,20 @@ TEST(Fp8WgradStagedGpu, BitwiseEqualAcrossCallsAndConfigurations) {
   }
 }
 
-// The rasterisation band orders the tiles only: forced bands (KernelConfig::raster_band) give the planner's bits, on
-// 64-row tiles (11 m-blocks) and 128-row ones (6).
-TEST(Fp8WgradStagedGpu, ForcedRasterBandsGiveThePlannersBits) {
+// The rasterisation band orders the tiles only: forced bands (KernelConfig::raster_band) give the bits of the band
+// the launch picks (raster_band 0), on 64-row tiles (11 m-blocks) and 128-row ones (6).
+TEST(Fp8WgradStagedGpu, ForcedRasterBandsGiveTheBitsOfThePickedBand) {
   MOEGEMM_REQUIRE_GPU();
   for (const int bm : {64, 128}) {
     KernelConfig cfg = testing::tile_config(bm, 64, 128, 4);
-    std::vector<float> planned;
-    run_case(700, 640, 512, CMode::kDistinct, &cfg, &planned);
+    std::vector<float> picked;
+    run_case(700, 640, 512, CMode::kDistinct, &cfg, &picked);
     for (const int band : {1, 2, 5, 11, 64}) {
       cfg.raster_band = band;
       std::vector<float> got;
       run_case(700, 640, 512, CMode::kDistinct, &cfg, &got);
-      EXPECT_EQ(0, std::memcmp(planned.data(), got.data(), got.size() * sizeof(float))) << "bm " << bm << " band " << band;
+      EXPECT_EQ(0, std::memcmp(picked.data(), got.data(), got.size() * sizeof(float)))
+          << "bm " << bm << " band " << band;
     }
   }
 }
