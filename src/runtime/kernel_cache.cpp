@@ -15,7 +15,7 @@
 #include "moegemm/error.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/driver.hpp"
-#include "runtime/embedded_sources.hpp"
+#include "runtime/kernel_sources.hpp"
 #include "runtime/sha256.hpp"
 
 namespace moegemm::jit {
@@ -247,18 +247,6 @@ void Kernel::require_dynamic_shared(unsigned bytes) const {
   dynamic_shared_limit_.store(bytes, std::memory_order_release);
 }
 
-const std::string& embedded_sources_hash() {
-  static const std::string kHash = [] {
-    Sha256 hasher;
-    for (const auto& source : embedded_sources()) {
-      hasher.update_field(source.name);
-      hasher.update_field(std::string_view(source.text, source.size));
-    }
-    return to_hex(hasher.finish());
-  }();
-  return kHash;
-}
-
 std::string disk_key(const KernelSpec& spec) {
   Sha256 hasher;
   hasher.update_field("moegemm kernel cache key 1");
@@ -266,7 +254,7 @@ std::string disk_key(const KernelSpec& spec) {
   hasher.update_field(nvrtc_version());
   hasher.update_field(kGpuArch);
   for (const auto& option : compile_options()) hasher.update_field(option);
-  hasher.update_field(embedded_sources_hash());
+  hasher.update_field(kernel_sources().hash);  // built in, or MOEGEMM_KERNEL_DIR's
   hasher.update_field(spec.name_expression);
   hasher.update_field(spec.source);
   return to_hex(hasher.finish());

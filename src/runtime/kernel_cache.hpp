@@ -3,7 +3,8 @@
 // get_kernel(key, make_spec, stream) returns the kernel for key in the calling thread's context. key is a short
 // string that fully determines the source (the caller builds it from the config); a hit costs one map lookup
 // under a mutex and no hashing. On a miss, make_spec() gives the source, whose disk key (SHA-256 of the source,
-// the embedded kernel files, NVRTC's version, the options, the arch and the library version) names the file.
+// the kernel files (built in, or MOEGEMM_KERNEL_DIR's), NVRTC's version, the options, the arch and the library
+// version) names the file.
 #pragma once
 
 #include <cuda.h>
@@ -56,9 +57,6 @@ class Kernel {
 
 // The disk key of a spec (64 hex digits).
 std::string disk_key(const KernelSpec& spec);
-
-// The hash of every embedded kernel file (names and bytes), computed once per process.
-const std::string& embedded_sources_hash();
 
 // The compile and disk part of a miss, usable without a driver: the cached binary for spec if an intact one is
 // on disk, else NVRTC's, which is then published to disk. before_compile (if set) runs only when NVRTC must run,

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "moegemm/error.hpp"
-#include "runtime/embedded_sources.hpp"
+#include "runtime/kernel_sources.hpp"
 
 namespace moegemm::jit {
 namespace {
@@ -22,13 +22,13 @@ bool env_flag(const char* name) {
 class Program {
  public:
   Program(const std::string& name, const std::string& source) : name_(name) {
-    const auto& headers = embedded_sources();
+    const auto& headers = kernel_sources().files;  // built in, or MOEGEMM_KERNEL_DIR's
     std::vector<const char*> texts, names;
     texts.reserve(headers.size());
     names.reserve(headers.size());
     for (const auto& header : headers) {
-      texts.push_back(header.text);
-      names.push_back(header.name);
+      texts.push_back(header.text.c_str());
+      names.push_back(header.name.c_str());
     }
     std::string file_name = name + ".cu";
     check(nvrtcCreateProgram(&program_, source.c_str(), file_name.c_str(), static_cast<int>(headers.size()),

@@ -13,6 +13,7 @@
 #include "moegemm/error.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/kernel_sources.hpp"
 #include "runtime/sha256.hpp"
 #include "test_jit_support.hpp"
 
@@ -155,8 +156,8 @@ TEST_F(JitDiskCache, KeyFollowsSourceAndNameExpression) {
   renamed.name = "another human name";
   EXPECT_EQ(jit::disk_key(renamed), key) << "the human name does not change what is compiled";
 
-  EXPECT_EQ(jit::embedded_sources_hash().size(), 64u);
-  EXPECT_EQ(&jit::embedded_sources_hash(), &jit::embedded_sources_hash()) << "computed once";
+  EXPECT_EQ(jit::kernel_sources().hash.size(), 64u);
+  EXPECT_EQ(&jit::kernel_sources(), &jit::kernel_sources()) << "read once";
 }
 
 TEST_F(JitDiskCache, BeforeCompileRunsOnlyWhenNvrtcMust) {

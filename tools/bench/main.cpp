@@ -18,6 +18,7 @@
 #include "moegemm/device.hpp"
 #include "report.hpp"
 #include "runner.hpp"
+#include "runtime/kernel_sources.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "suites.hpp"
 
@@ -202,6 +203,10 @@ RunInfo run_info(const Options& o, const cudaDeviceProp& prop, int argc, char** 
   cudaDriverGetVersion(&info.driver_version);
   info.cublaslt_version = static_cast<long long>(cublasLtGetVersion());
   info.commit = o.commit;
+  // Throws, naming the rule, for a bad MOEGEMM_KERNEL_DIR.
+  const moegemm::jit::KernelSourceSet& sources = moegemm::jit::kernel_sources();
+  info.kernel_sources = sources.origin;
+  info.kernel_sources_hash = sources.hash;
   info.seed = o.seed;
   info.settings = o.settings;
   for (int i = 0; i < argc; ++i) {
@@ -276,7 +281,13 @@ int main(int argc, char** argv) {
     std::cout << "moegemm-bench: no CUDA device: " << problem << "\n";
     return kExitNoDevice;
   }
-  RunInfo info = run_info(options, prop, argc, argv);
+  RunInfo info;
+  try {
+    info = run_info(options, prop, argc, argv);
+  } catch (const std::exception& e) {  // a bad MOEGEMM_KERNEL_DIR
+    std::cerr << "moegemm-bench: " << e.what() << "\n";
+    return kExitFailed;
+  }
   if (options.probe) {
     std::cout << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, compute capability "
               << info.cc_major << "." << info.cc_minor << ", driver " << info.driver_version << ", runtime "
@@ -329,6 +340,7 @@ int main(int argc, char** argv) {
     }
   }
   std::cout << "moegemm-bench: seed " << options.seed << ", device " << info.device_name << "\n";
+  if (info.kernel_sources != "built in") std::cout << "kernel sources: " << info.kernel_sources << "\n";
   print_tables(std::cout, results, probes);
   if (context_lost) {
     std::cout << "the CUDA context was lost: " << cases.size() - results.size() << " rows not run\n";

@@ -258,7 +258,9 @@ void print_tables(std::ostream& os, const std::vector<CaseResult>& results,
 void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseResult>& results,
                 const std::map<std::string, ProbeVerdict>& probes) {
   os << "{\n  \"tool\": \"moegemm-bench\",\n  \"command\": " << json_string(info.command_line)
-     << ",\n  \"commit\": " << json_string(info.commit) << ",\n  \"seed\": " << info.seed
+     << ",\n  \"commit\": " << json_string(info.commit)
+     << ",\n  \"kernel_sources\": " << json_string(info.kernel_sources)
+     << ",\n  \"kernel_sources_hash\": " << json_string(info.kernel_sources_hash) << ",\n  \"seed\": " << info.seed
      << ",\n  \"iters\": " << info.settings.iters << ",\n  \"warmup\": " << info.settings.warmup
      << ",\n  \"interleave\": " << (info.settings.interleave ? "true" : "false")
      << ",\n  \"max_sms\": " << info.settings.max_sms

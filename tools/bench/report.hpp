@@ -21,6 +21,8 @@ struct RunInfo {
   std::string clock_sampling;  // Runner::clock_sampling()
   std::string kernel_timing;   // Runner::kernel_timing()
   std::string commit;
+  std::string kernel_sources;       // "built in", or the MOEGEMM_KERNEL_DIR folder the kernels were compiled from
+  std::string kernel_sources_hash;  // their hash (part of every disk key)
   std::string command_line;
   unsigned long long seed = 0;
   RunSettings settings;

@@ -1,0 +1,135 @@
+#include "runtime/kernel_sources.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "moegemm/error.hpp"
+#include "runtime/embedded_sources.hpp"
+#include "runtime/sha256.hpp"
+
+namespace moegemm::jit {
+namespace {
+
+constexpr const char* kVariable = "MOEGEMM_KERNEL_DIR";
+// The kernel headers the library's host code includes (src/: parameters, TMA descriptors, the scheduler);
+// a CPU test checks this list against the #include lines of src/.
+constexpr const char* kHostRoots[] = {"sm90/gemm_params.cuh", "sm90/tma_descriptor.cuh", "common/scheduler.cuh"};
+
+void sort_and_hash(KernelSourceSet& set) {
+  std::sort(set.files.begin(), set.files.end(),
+            [](const SourceFile& a, const SourceFile& b) { return a.name < b.name; });
+  Sha256 hasher;
+  for (const auto& file : set.files) {
+    hasher.update_field(file.name);
+    hasher.update_field(file.text);
+  }
+  set.hash = to_hex(hasher.finish());
+}
+
+[[noreturn]] void folder_error(const std::string& folder, const std::string& rule) {
+  throw Error(ErrorCode::kInvalidArgument, std::string(kVariable) + "=" + folder + ": " + rule);
+}
+
+bool is_kernel_file(const std::filesystem::path& path) {
+  const std::string ext = path.extension().string();
+  return ext == ".cuh" || ext == ".h" || ext == ".hpp";
+}
+
+// The quoted #include names of a text.
+std::vector<std::string> quoted_includes(const std::string& text) {
+  static const std::regex kInclude(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"]+)")re", std::regex::multiline);
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kInclude); it != std::sregex_iterator(); ++it) {
+    names.push_back((*it)[1].str());
+  }
+  return names;
+}
+
+}  // namespace
+
+KernelSourceSet built_in_sources() {
+  KernelSourceSet set;
+  set.origin = "built in";
+  for (const auto& source : embedded_sources())
+    set.files.push_back({source.name, std::string(source.text, source.size)});
+  sort_and_hash(set);
+  return set;
+}
+
+std::vector<std::string> host_shared_sources() {
+  std::map<std::string, const EmbeddedSource*> by_name;
+  for (const auto& source : embedded_sources()) by_name[source.name] = &source;
+  std::set<std::string> shared;
+  std::vector<std::string> pending(std::begin(kHostRoots), std::end(kHostRoots));
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    auto it = by_name.find(name);
+    if (it == by_name.end() || !shared.insert(name).second) continue;
+    for (auto& included : quoted_includes(std::string(it->second->text, it->second->size))) {
+      pending.push_back(std::move(included));
+    }
+  }
+  return {shared.begin(), shared.end()};
+}
+
+KernelSourceSet read_kernel_folder(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(folder, error))
+    folder_error(folder, "not a folder (it must hold the kernel sources, as kernels/ does)");
+  KernelSourceSet set;
+  set.origin = folder;
+  for (fs::recursive_directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    if (!it->is_regular_file() || !is_kernel_file(it->path())) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) folder_error(folder, "cannot read " + it->path().string());
+    set.files.push_back({fs::relative(it->path(), folder).generic_string(), text.str()});
+  }
+  if (error) folder_error(folder, "cannot list it: " + error.message());
+  sort_and_hash(set);
+  auto find = [&](const std::string& name) -> const SourceFile* {
+    for (const auto& file : set.files) {
+      if (file.name == name) return &file;
+    }
+    return nullptr;
+  };
+  if (find("sm90/gemm.cuh") == nullptr)
+    folder_error(folder, "no sm90/gemm.cuh in it (it must hold the kernel sources, as kernels/ does)");
+  const KernelSourceSet built_in = built_in_sources();
+  for (const std::string& name : host_shared_sources()) {
+    const SourceFile* mine = find(name);
+    const auto theirs =
+        std::find_if(built_in.files.begin(), built_in.files.end(), [&](const SourceFile& f) { return f.name == name; });
+    if (mine == nullptr || mine->text != theirs->text) {
+      folder_error(folder, name +
+                               (mine == nullptr ? " is missing" : " differs from the one this library was built with") +
+                               "; the host code shares it (parameter and shared-memory layouts, the scheduler), so a "
+                               "kernel folder may change device-only files alone: rebuild the library to change it");
+    }
+  }
+  return set;
+}
+
+const KernelSourceSet& kernel_sources() {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<KernelSourceSet>> sets;  // by the variable's value; "" built in
+  const char* value = std::getenv(kVariable);
+  const std::string folder = value != nullptr ? value : "";
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = sets[folder];
+  if (!slot) slot = std::make_unique<KernelSourceSet>(folder.empty() ? built_in_sources() : read_kernel_folder(folder));
+  return *slot;
+}
+
+}  // namespace moegemm::jit
