@@ -67,7 +67,7 @@ get_tma_aligned_size get_mn_major_tma_aligned_tensor transform_sf_into_required_
 get_mk_alignment_for_contiguous_layout set_mk_alignment_for_contiguous_layout
 get_m_alignment_for_contiguous_layout get_k_alignment_for_contiguous_layout
 get_theoretical_mk_alignment_for_contiguous_layout
-set_num_sms get_num_sms set_pdl get_pdl
+set_num_sms get_num_sms set_pdl get_pdl set_tc_util get_tc_util set_ignore_compile_dims set_block_size_multiple_of
 per_token_cast_to_fp8 per_block_cast_to_fp8 per_channel_cast_to_fp8 ceil_div align calc_diff
 """.split()
 
@@ -146,3 +146,35 @@ def test_precompile_writes_the_planned_kernels_into_the_cache(tmp_path, monkeypa
     monkeypatch.setenv("MOEGEMM_JIT_DISK_CACHE", "0")
     with pytest.raises(RuntimeError, match="MOEGEMM_JIT_DISK_CACHE=0"):
         moegemm.precompile_fp8_gemm_nt(128, 512, 256)
+
+
+def test_tuning_knobs_validate_like_the_anchor_and_change_nothing():
+    from moegemm.deep_gemm import runtime
+    assert deep_gemm.get_tc_util() == 100, "0 (the default) means 100"
+    try:
+        deep_gemm.set_tc_util(90)
+        assert deep_gemm.get_tc_util() == 90
+        deep_gemm.set_tc_util(0)
+        assert deep_gemm.get_tc_util() == 100
+        for bad in (-1, 101, 50.0, True, "90"):
+            with pytest.raises(ValueError, match="tc_util: must be an integer from 0 to 100"):
+                deep_gemm.set_tc_util(bad)
+        assert deep_gemm.get_tc_util() == 100, "a refused value leaves the setting as it was"
+
+        deep_gemm.set_ignore_compile_dims(True)
+        deep_gemm.set_ignore_compile_dims(False)
+        with pytest.raises(ValueError, match="value: must be a bool"):
+            deep_gemm.set_ignore_compile_dims(1)
+
+        deep_gemm.set_block_size_multiple_of(64)
+        assert runtime._block_size_multiple_of == (64, 64)
+        deep_gemm.set_block_size_multiple_of((1, 32))
+        assert runtime._block_size_multiple_of == (1, 32)
+        for bad in (0, -16, (16,), (16, 0), (16, 32, 64), 16.0, (True, 16)):
+            with pytest.raises(ValueError, match="value: must be a positive int or a"):
+                deep_gemm.set_block_size_multiple_of(bad)
+        assert runtime._block_size_multiple_of == (1, 32)
+    finally:
+        deep_gemm.set_tc_util(0)
+        deep_gemm.set_ignore_compile_dims(False)
+        deep_gemm.set_block_size_multiple_of(1)

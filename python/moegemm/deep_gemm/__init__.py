@@ -8,7 +8,8 @@ where this module differs from the anchor.
 
 from . import testing, utils
 from ._names import GEMM_NAMES as _GEMM_NAMES
-from .runtime import get_num_sms, get_pdl, set_num_sms, set_pdl
+from .runtime import (get_num_sms, get_pdl, get_tc_util, set_block_size_multiple_of, set_ignore_compile_dims,
+                      set_num_sms, set_pdl, set_tc_util)
 from .utils import *  # noqa: F401,F403  (the anchor re-exports its utils at top level)
 from .utils import __all__ as _utils_all
 
@@ -34,5 +35,6 @@ else:
 calc_diff = testing.calc_diff
 
 __all__ = list(_GEMM_NAMES) + list(_utils_all) + [
-    "calc_diff", "get_num_sms", "get_pdl", "set_num_sms", "set_pdl", "testing", "utils",
+    "calc_diff", "get_num_sms", "get_pdl", "get_tc_util", "set_block_size_multiple_of", "set_ignore_compile_dims",
+    "set_num_sms", "set_pdl", "set_tc_util", "testing", "utils",
 ]
