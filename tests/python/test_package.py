@@ -163,8 +163,11 @@ def test_tuning_knobs_validate_like_the_anchor_and_change_nothing():
 
         deep_gemm.set_ignore_compile_dims(True)
         deep_gemm.set_ignore_compile_dims(False)
-        with pytest.raises(ValueError, match="value: must be a bool"):
-            deep_gemm.set_ignore_compile_dims(1)
+        deep_gemm.set_ignore_compile_dims(1)
+        assert runtime._ignore_compile_dims is True
+        for bad in ("yes", None, 1.0):
+            with pytest.raises(ValueError, match="value: must be a bool"):
+                deep_gemm.set_ignore_compile_dims(bad)
 
         deep_gemm.set_block_size_multiple_of(64)
         assert runtime._block_size_multiple_of == (64, 64)

@@ -50,9 +50,9 @@ def set_ignore_compile_dims(value: bool) -> None:
     sizes as compile-time constants (one kernel per tile configuration, any shape), so either value behaves as True
     does in the anchor."""
     global _ignore_compile_dims
-    if not isinstance(value, bool):
+    if not isinstance(value, int):  # bool, or an int as the anchor's binding converts it
         raise invalid(f"value: must be a bool, got {value!r}")
-    _ignore_compile_dims = value
+    _ignore_compile_dims = bool(value)
 
 
 def set_block_size_multiple_of(value) -> None:
