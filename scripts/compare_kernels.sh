@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Compares the compiled code of two kernel sources on the CPU (no GPU): the built-in kernels of this build against a
+# folder's (MOEGEMM_KERNEL_DIR, docs/jit.md) or another revision's kernels/ (exported with git archive). Both go
+# through scripts/sass_loops.sh (the compile checks' configurations, or a gtest filter); then, per configuration,
+# whether the two compile to the same instructions, and for those that do not, the two summaries side by side
+# (spill, size, the K blocks). The compiles are deterministic, so "same" means the sources change nothing there.
+# Meant for changes that should not change the code (a file split, a rename) and for reading what one does.
+#
+# Usage: scripts/compare_kernels.sh FOLDER|REVISION [gtest filter]
+# Environment: as scripts/sass_loops.sh (BUILD_DIR, NVDISASM); COMPARE_DIR keeps the listings (default: temporary).
+# Exit status: 0 when every configuration compiles to the same instructions, 1 when some differ, 2 on a usage or
+#   tool error (as sass_loops.sh: 2 without nvdisasm).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ $# -lt 1 ]; then sed -n 2,12p "$0" >&2; exit 2; fi
+OTHER="$1"
+FILTER="${2:-*Fp8KernelCompiles*}"
+OUT="${COMPARE_DIR:-$(mktemp -d)}"
+mkdir -p "$OUT"
+if [ -d "$OTHER" ]; then
+  FOLDER="$(cd "$OTHER" && pwd)"
+else
+  FOLDER="$OUT/other"
+  rm -rf "$FOLDER" && mkdir -p "$FOLDER"
+  git -C "$ROOT" archive "$OTHER" kernels | tar -x -C "$FOLDER" || { echo "compare_kernels: $OTHER is neither a folder nor a revision" >&2; exit 2; }
+  FOLDER="$FOLDER/kernels"
+fi
+# Each side in its own cache folder: a disk hit would hide nothing (the keys differ), but keeps the user's cache clean.
+env -u MOEGEMM_KERNEL_DIR MOEGEMM_CACHE_DIR="$OUT/cache-built-in" SASS_LOOPS_DIR="$OUT/built-in" \
+  bash "$ROOT/scripts/sass_loops.sh" "$FILTER" > "$OUT/built-in.txt"
+rc=$?; if [ $rc -ne 0 ]; then cat "$OUT/built-in.txt"; exit 2; fi
+MOEGEMM_KERNEL_DIR="$FOLDER" MOEGEMM_CACHE_DIR="$OUT/cache-other" SASS_LOOPS_DIR="$OUT/other-listings" \
+  bash "$ROOT/scripts/sass_loops.sh" "$FILTER" > "$OUT/other.txt"
+rc=$?; if [ $rc -ne 0 ]; then cat "$OUT/other.txt"; exit 2; fi
+
+# A configuration's summary: its lines of a sass_loops.sh report (from its name line to the next name line).
+summary() { awk -v name="$2" '/^sm90_/ { on = index($0, name ":") == 1 } on' "$1"; }
+instructions() { grep -E '^[[:space:]]+/\*[0-9a-f]+\*/' "$1"; }
+same=0; total=0
+for listing in "$OUT"/built-in/*.sass; do
+  name="$(basename "$listing" .sass)"
+  total=$((total + 1))
+  if cmp -s <(instructions "$listing") <(instructions "$OUT/other-listings/$name.sass"); then
+    same=$((same + 1))
+  else
+    echo "$name differs:"
+    diff <(summary "$OUT/built-in.txt" "$name" | tail -n +2) <(summary "$OUT/other.txt" "$name" | tail -n +2) \
+      | sed -n 's/^< /  built in: /p; s/^> /  other:    /p'
+    spill_a="$(summary "$OUT/built-in.txt" "$name" | head -n 1)"; spill_b="$(summary "$OUT/other.txt" "$name" | head -n 1)"
+    [ "$spill_a" != "$spill_b" ] && echo "  built in: ${spill_a#*: }" && echo "  other:    ${spill_b#*: }"
+  fi
+done
+echo "compare_kernels: $same of $total configurations compile to the same instructions ($FOLDER against the built-in kernels; listings in $OUT)"
+[ "$same" -eq "$total" ]
