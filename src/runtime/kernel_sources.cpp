@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -43,12 +42,25 @@ bool is_kernel_file(const std::filesystem::path& path) {
   return ext == ".cuh" || ext == ".h" || ext == ".hpp";
 }
 
-// The quoted #include names of a text.
+// The quoted #include names of a text: lines `#include "name"` (spaces allowed around the #). Parsed by hand:
+// std::regex in library code crashed inside torch's Python on a machine whose toolchain mixed libstdc++ copies.
 std::vector<std::string> quoted_includes(const std::string& text) {
-  static const std::regex kInclude(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"]+)")re", std::regex::multiline);
   std::vector<std::string> names;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kInclude); it != std::sregex_iterator(); ++it) {
-    names.push_back((*it)[1].str());
+  std::istringstream lines(text);
+  std::string line;
+  const auto skip_blanks = [&](std::size_t at) {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
+    return at;
+  };
+  while (std::getline(lines, line)) {
+    std::size_t at = skip_blanks(0);
+    if (at >= line.size() || line[at] != '#') continue;
+    at = skip_blanks(at + 1);
+    if (line.compare(at, 7, "include") != 0) continue;
+    at = skip_blanks(at + 7);
+    if (at >= line.size() || line[at] != '"') continue;
+    const std::size_t close = line.find('"', at + 1);
+    if (close != std::string::npos) names.push_back(line.substr(at + 1, close - at - 1));
   }
   return names;
 }
