@@ -43,7 +43,7 @@ bool is_kernel_file(const std::filesystem::path& path) {
 }
 
 // The quoted #include names of a text: lines `#include "name"` (spaces allowed around the #). Parsed by hand:
-// std::regex in library code crashed inside torch's Python on a machine whose toolchain mixed libstdc++ copies.
+// (The standard library's regular expressions crashed inside torch's Python where a toolchain mixed libstdc++ copies.)
 std::vector<std::string> quoted_includes(const std::string& text) {
   std::vector<std::string> names;
   std::istringstream lines(text);

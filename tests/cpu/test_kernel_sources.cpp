@@ -125,6 +125,22 @@ TEST(KernelSources, HostRootsCoverWhatTheLibraryIncludes) {
   EXPECT_GT(seen, 0);
 }
 
+// The library is loaded into torch's Python too, where std::regex and locales built by one toolchain crashed (a
+// second copy of libstdc++ pieces): library code keeps them out.
+TEST(KernelSources, LibraryCodeUsesNoRegexOrLocale) {
+  for (const char* folder : {"/src", "/reference", "/include", "/python/src"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(MOEGEMM_SOURCE_DIR) + folder)) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const char* banned : {"<regex>", "std::regex", "<locale>", "std::locale"}) {
+        EXPECT_EQ(text.str().find(banned), std::string::npos) << entry.path() << " uses " << banned;
+      }
+    }
+  }
+}
+
 // With the variable set, NVRTC sees the folder's files: a header only the folder has compiles, and the set is
 // the folder's; without it, the same source does not compile.
 TEST(KernelSources, TheVariableDecidesWhatNvrtcSees) {
