@@ -42,8 +42,8 @@ bool is_kernel_file(const std::filesystem::path& path) {
   return ext == ".cuh" || ext == ".h" || ext == ".hpp";
 }
 
-// The quoted #include names of a text: lines `#include "name"` (spaces allowed around the #). Parsed by hand:
-// (The standard library's regular expressions crashed inside torch's Python where a toolchain mixed libstdc++ copies.)
+// The quoted #include names of a text: lines `#include "name"` (spaces allowed around the #). Parsed by hand: the
+// standard library's regular expressions crashed inside torch's Python where a toolchain mixed libstdc++ copies.
 std::vector<std::string> quoted_includes(const std::string& text) {
   std::vector<std::string> names;
   std::istringstream lines(text);
