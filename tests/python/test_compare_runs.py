@@ -1,0 +1,111 @@
+"""tools/bench/compare_runs.py: the A/B table of kernel variants (scripts/ab_kernels.sh) from moegemm-bench JSON."""
+
+import importlib.util
+import io
+import json
+import pathlib
+
+import pytest
+
+_PATH = pathlib.Path(__file__).resolve().parents[2] / "tools" / "bench" / "compare_runs.py"
+_spec = importlib.util.spec_from_file_location("compare_runs", _PATH)
+compare_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare_runs)
+
+
+def row(label, ours, theirs, kernel=True, status="PASS"):
+    """A row timed at `ours` and `theirs` us: by kernel time (event time 3 us longer), or by event time alone."""
+    if kernel:
+        mine = {"median_us": ours + 3.0, "kernel_median_us": ours}
+        base = {"name": "cublasLt-pt", "median_us": theirs + 3.0, "kernel_median_us": theirs}
+    else:
+        mine = {"median_us": ours}
+        base = {"name": "cublasLt-pt", "median_us": theirs}
+    return {"label": label, "moegemm": mine, "baselines": [base], "check": {"status": status}}
+
+
+def write(tmp_path, name, rows):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"tool": "moegemm-bench", "results": rows}))
+    return str(path)
+
+
+def test_speed_is_the_reference_over_the_variant_normalised_by_the_same_runs_baseline(tmp_path):
+    ref = write(tmp_path, "ref", [row("a", 100.0, 100.0), row("b", 50.0, 40.0)])
+    # Variant: row a 20% faster at the same clock; row b unchanged but measured on a 10% slower GPU (both sides).
+    var = write(tmp_path, "var", [row("a", 80.0, 100.0), row("b", 55.0, 44.0)])
+    variants = [compare_runs.load_variant(f"ref={ref}"), compare_runs.load_variant(f"var={var}")]
+    table, geomeans = compare_runs.compare(variants)
+    assert [line["label"] for line in table] == ["a", "b"]
+    assert table[0]["speed"]["var"] == pytest.approx(1.25)
+    assert table[1]["speed"]["var"] == pytest.approx(1.0)
+    assert geomeans["var"] == pytest.approx(1.25 ** 0.5)
+
+
+def test_rounds_are_averaged_and_a_failed_check_is_marked(tmp_path):
+    ref = write(tmp_path, "ref", [row("a", 100.0, 100.0)])
+    r1 = write(tmp_path, "r1", [row("a", 90.0, 100.0)])
+    r2 = write(tmp_path, "r2", [row("a", 110.0, 100.0, status="FAIL")])
+    variants = [compare_runs.load_variant(f"ref={ref}"), compare_runs.load_variant(f"var={r1},{r2}")]
+    table, _ = compare_runs.compare(variants)
+    assert table[0]["speed"]["var"] == pytest.approx(1.0)
+    assert table[0]["check"]["var"] == "FAIL"
+    out = io.StringIO()
+    compare_runs.print_table(variants, table, {}, out)
+    assert "!FAIL" in out.getvalue()
+
+
+def test_event_time_without_kernel_time_and_missing_rows(tmp_path):
+    ref = write(tmp_path, "ref", [row("a", 100.0, 100.0, kernel=False), row("only in ref", 10.0, 10.0)])
+    var = write(tmp_path, "var", [row("a", 50.0, 100.0, kernel=False)])
+    variants = [compare_runs.load_variant(f"ref={ref}"), compare_runs.load_variant(f"var={var}")]
+    table, geomeans = compare_runs.compare(variants)
+    assert table[0]["key"] == "median_us"
+    assert table[0]["speed"]["var"] == pytest.approx(2.0)
+    assert "var" not in table[1]["speed"]
+    out = io.StringIO()
+    compare_runs.print_table(variants, table, geomeans, out)
+    assert "n/a" in out.getvalue()
+
+
+def test_a_spec_without_files_is_refused():
+    with pytest.raises(SystemExit, match="not NAME=FILE"):
+        compare_runs.load_variant("ref")
+
+
+_SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "ab_kernels.sh"
+
+
+def run_script(*args):
+    import subprocess
+    return subprocess.run(["bash", str(_SCRIPT), *args], capture_output=True, text=True)
+
+
+def test_ab_kernels_builds_one_bench_call_per_variant_and_round(tmp_path):
+    out = tmp_path / "ab"
+    result = run_script("--dry-run", "--rounds", "2", "--out", str(out), "main=built-in", "head=HEAD",
+                        "exp=HEAD@MOEGEMM_EXP_X=2", "--", "--suite", "wgrad", "--kernel-time")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 6
+    assert [line.split(":")[0] for line in lines] == ["round 1"] * 3 + ["round 2"] * 3
+    assert "--suite wgrad --kernel-time --json" in lines[0]
+    # The order rotates: round 2 starts with the second variant.
+    assert lines[0].endswith("main.r1.json") and lines[3].endswith("head.r2.json")
+    exp = next(line for line in lines if line.endswith("exp.r1.json"))
+    assert f"MOEGEMM_KERNEL_DIR={out}/sources/exp/kernels" in exp and "MOEGEMM_JIT_DEFINE=MOEGEMM_EXP_X=2" in exp
+    assert "MOEGEMM_KERNEL_DIR=" not in lines[0].replace("-u MOEGEMM_KERNEL_DIR", "")
+    assert (out / "sources" / "head" / "kernels" / "sm90" / "gemm.cuh").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["main=built-in"], "at least two variants"),
+    (["a=built-in", "a=built-in"], "given twice"),
+    (["a=built-in", "b=no-such-revision-or-folder"], "neither built-in, a folder nor a revision"),
+    (["--rounds", "0", "a=built-in", "b=built-in"], "--rounds must be a positive integer"),
+    (["a=built-in", "bad name=built-in"], "letters, digits"),
+])
+def test_ab_kernels_refuses_bad_variants(args, message):
+    result = run_script("--dry-run", *args)
+    assert result.returncode == 2
+    assert message in result.stderr

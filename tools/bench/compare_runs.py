@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Compares moegemm-bench JSON runs of kernel variants, row by row, against a reference variant.
+
+Each variant is NAME=FILE[,FILE...]: its runs (rounds) of the same rows. Per row and variant the figure is
+moegemm's time divided by the first baseline's time in the same run (cuBLASLt or cuBLAS, measured in the same
+process, call by call with --interleave), averaged over the variant's runs: dividing by the baseline of the same run
+takes out most of what the clock did between runs (the GPU runs at its power cap, and a row's clock moves by
+up to 13% between runs). Kernel time is used where every run has it (--kernel-time), event time otherwise. A
+variant's column is the reference's figure over the variant's: above 1, the variant is faster than the reference.
+A row whose check did not pass in some run is marked; rows missing from a variant are left out of its mean.
+
+Usage: compare_runs.py REF=FILE[,FILE...] VARIANT=FILE[,FILE...] [...]
+"""
+
+import json
+import math
+import sys
+
+
+def load_variant(spec):
+    name, _, files = spec.partition("=")
+    if not name or not files:
+        raise SystemExit(f"compare_runs: '{spec}' is not NAME=FILE[,FILE...]")
+    runs = []
+    for path in files.split(","):
+        with open(path) as f:
+            runs.append({row["label"]: row for row in json.load(f)["results"]})
+    return name, runs
+
+
+def timing_key(rows):
+    return "kernel_median_us" if all(r["moegemm"].get("kernel_median_us") for r in rows) else "median_us"
+
+
+def row_figure(rows, key):
+    """The mean over runs of moegemm's time over the first baseline's, or None when a run lacks either."""
+    ratios = []
+    for r in rows:
+        ours = r.get("moegemm", {}).get(key)
+        baselines = r.get("baselines") or []
+        theirs = baselines[0].get(key) if baselines else None
+        if not ours or not theirs:
+            return None
+        ratios.append(ours / theirs)
+    return sum(ratios) / len(ratios)
+
+
+def checked(rows):
+    """'ok' when every run's check passed or did not run (--no-check: "-"); otherwise the first other status."""
+    for r in rows:
+        status = (r.get("check") or {}).get("status", "-")
+        if status not in ("PASS", "-"):
+            return status
+    return "ok"
+
+
+def compare(variants):
+    """Rows, per row the reference's time (us) and per other variant its speed against the reference, and the
+    geometric mean per variant. variants: [(name, [run dict label -> row])], the first the reference."""
+    ref_name, ref_runs = variants[0]
+    labels = [label for label in ref_runs[0] if all(label in run for run in ref_runs)]
+    table, logs = [], {name: [] for name, _ in variants[1:]}
+    for label in labels:
+        ref_rows = [run[label] for run in ref_runs]
+        key = timing_key(ref_rows)
+        ref_figure = row_figure(ref_rows, key)
+        line = {"label": label, "key": key, "ref_us": sum(r["moegemm"].get(key, 0) for r in ref_rows) / len(ref_rows),
+                "ref_check": checked(ref_rows), "speed": {}, "check": {}}
+        for name, runs in variants[1:]:
+            rows = [run[label] for run in runs if label in run]
+            figure = row_figure(rows, key) if rows else None
+            if ref_figure is None or figure is None:
+                continue
+            line["speed"][name] = ref_figure / figure
+            line["check"][name] = checked(rows)
+            logs[name].append(math.log(ref_figure / figure))
+        table.append(line)
+    geomeans = {name: math.exp(sum(v) / len(v)) for name, v in logs.items() if v}
+    return table, geomeans
+
+
+def print_table(variants, table, geomeans, out=sys.stdout):
+    names = [name for name, _ in variants[1:]]
+    out.write(f"{'row':<44} {variants[0][0] + ' us':>12}" + "".join(f" {n:>14}" for n in names) + "\n")
+    for line in table:
+        cells = []
+        for n in names:
+            if n in line["speed"]:
+                mark = "" if line["check"][n] == "ok" else " !" + line["check"][n]
+                cells.append(f" {line['speed'][n]:>8.3f}{mark:<6}")
+            else:
+                cells.append(f" {'n/a':>14}")
+        ref_mark = "" if line["ref_check"] == "ok" else " !" + line["ref_check"]
+        out.write(f"{line['label'][:44]:<44} {line['ref_us']:>12.2f}" + "".join(cells) + ref_mark + "\n")
+    out.write(f"{'geomean (above 1: faster than ' + variants[0][0] + ')':<57}"
+              + "".join(f" {geomeans[n]:>8.3f}      " if n in geomeans else f" {'n/a':>14}" for n in names) + "\n")
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.stderr.write(__doc__)
+        return 2
+    variants = [load_variant(spec) for spec in argv]
+    table, geomeans = compare(variants)
+    print_table(variants, table, geomeans)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
