@@ -181,3 +181,19 @@ def test_tuning_knobs_validate_like_the_anchor_and_change_nothing():
         deep_gemm.set_tc_util(0)
         deep_gemm.set_ignore_compile_dims(False)
         deep_gemm.set_block_size_multiple_of(1)
+
+
+def test_count_bytes_counts_nested_operands_and_skips_none():
+    np = pytest.importorskip("numpy")
+    a = np.zeros((4, 8), dtype=np.uint8)  # an FP8 operand's bits
+    sf = np.zeros((4, 1), dtype=np.float32)
+    d = np.zeros((4, 16), dtype=np.uint16)
+    assert deep_gemm.testing.count_bytes((a, sf), d, None) == 32 + 16 + 128
+    assert deep_gemm.testing.count_bytes([(a, sf), [d]]) == 176
+    assert deep_gemm.testing.count_bytes() == 0
+    try:
+        import torch
+    except ModuleNotFoundError:
+        return
+    t = torch.zeros(3, 5, dtype=torch.bfloat16)
+    assert deep_gemm.testing.count_bytes((t, None), [t]) == 60

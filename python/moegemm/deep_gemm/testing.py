@@ -1,4 +1,4 @@
-"""The anchor's deep_gemm.testing helpers that moegemm provides: calc_diff and bench."""
+"""The anchor's deep_gemm.testing helpers that moegemm provides: calc_diff, bench, count_bytes and get_arch_major."""
 
 
 def calc_diff(x, y) -> float:
@@ -40,3 +40,22 @@ def bench(fn, num_warmups: int = 5, num_tests: int = 10, high_precision: bool = 
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / num_tests / 1e3
+
+
+def count_bytes(*tensors) -> int:
+    """Bytes held by the given tensors (numel times element size), through nested tuples and lists, None skipped:
+    the anchor's tests divide it by the time for their GB/s (an FP8 operand's (data, scales) pair counts both)."""
+    total = 0
+    for t in tensors:
+        if isinstance(t, (tuple, list)):
+            total += count_bytes(*t)
+        elif t is not None:
+            total += t.numel() * t.element_size() if hasattr(t, "element_size") else t.size * t.itemsize
+    return total
+
+
+def get_arch_major() -> int:
+    """The current CUDA device's compute capability major version (9 on Hopper)."""
+    import torch
+
+    return torch.cuda.get_device_capability()[0]
