@@ -288,6 +288,32 @@ def test_k_grouped_bf16_tn():
         start += kg
 
 
+# ---- the cuBLASLt baseline (torch's cuBLAS GEMMs behind the anchor's names) ------------------------------------
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn", "tt"])
+@pytest.mark.parametrize("d_dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("with_c", [False, True])
+def test_cublaslt_baseline_bf16(layout, d_dtype, with_c):
+    m, n, k = 264, 576, 384
+    a, b = randn(m, k), randn(n, k)  # the product is A @ B^T whatever the storage
+    a_arg = a if layout[0] == "n" else a.T.contiguous()
+    b_arg = b if layout[1] == "t" else b.T.contiguous()
+    c = randn(m, n, dtype=d_dtype) * 8 if with_c else None
+    d = poisoned(torch, (m, n), d_dtype)
+    call(getattr(deep_gemm, f"cublaslt_gemm_{layout}"), a_arg, b_arg, d, c=c)
+    reference = a.double() @ b.double().T + (c.double() if with_c else 0)
+    assert_close(d, reference, BF16)
+
+
+def test_cublaslt_baseline_fp8_unscaled_with_c_in_place():
+    m, n, k = 128, 256, 512
+    a8, b8 = randn(m, k).to(torch.float8_e4m3fn), randn(n, k).to(torch.float8_e4m3fn)
+    d = randn(m, n)
+    c = d.clone()
+    call(deep_gemm.cublaslt_gemm_nt, a8, b8, d, c=d)
+    assert_close(d, c.double() + a8.double() @ b8.double().T, BF16)
+
+
 # ---- streams, graphs, compile, knobs ---------------------------------------------------------------------------
 
 class GemmProblem:

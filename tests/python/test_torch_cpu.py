@@ -112,6 +112,28 @@ def test_drop_in_rejects_what_the_anchor_miscomputes_or_refuses():
                                                     expected_m_for_psum_layout=64)
 
 
+def test_cublaslt_baseline_checks_its_arguments_before_any_launch():
+    a, b = torch.randn(8, 32, dtype=torch.bfloat16), torch.randn(16, 32, dtype=torch.bfloat16)
+    d = torch.empty(8, 16, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="a, b: K must match, got 32 and 16"):
+        deep_gemm.cublaslt_gemm_nt(a, b[:, :16], d)
+    with pytest.raises(ValueError, match="a, b: one dtype of bfloat16, float32 or float8_e4m3fn"):
+        deep_gemm.cublaslt_gemm_nt(a, b.float(), d)
+    with pytest.raises(ValueError, match=r"d: shape must be \(8, 24\)"):
+        deep_gemm.cublaslt_gemm_nn(a, torch.randn(32, 24, dtype=torch.bfloat16), d)  # nn takes B as [K, N]
+    with pytest.raises(ValueError, match="d: float32 inputs give a float32 d"):
+        deep_gemm.cublaslt_gemm_nt(a.float(), b.float(), d)
+    with pytest.raises(ValueError, match="c: dtype must be d's"):
+        deep_gemm.cublaslt_gemm_nt(a, b, d, c=d.float())
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    with pytest.raises(NotImplementedError, match="FP8 cuBLASLt GEMMs take K-major A and B only"):
+        deep_gemm.cublaslt_gemm_tn(a8.T.contiguous(), b8.T.contiguous(), d)
+    with pytest.raises(ValueError, match="K and N multiples of 16"):
+        deep_gemm.cublaslt_gemm_nt(a8[:, :24], b8[:, :24], d)
+    with pytest.raises(ValueError, match="a, b, d: must be CUDA tensors"):
+        deep_gemm.cublaslt_gemm_tt(a.T.contiguous(), b, d)
+
+
 def test_drop_in_early_returns_follow_the_anchor():
     poison = torch.full((4, 8), float("nan"))
     d = poison.clone()

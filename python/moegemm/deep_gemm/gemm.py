@@ -338,6 +338,89 @@ def k_grouped_bf16_gemm_tn_contiguous(a: torch.Tensor, b: torch.Tensor, d: torch
     torch_ops.k_grouped_bf16_gemm_tn_accumulate(a, b, d, ks_list, ks_device)
 
 
+# ---- the anchor's cuBLASLt baseline ----------------------------------------------------------------------------
+
+_CUBLASLT_INPUTS = (torch.bfloat16, torch.float32, torch.float8_e4m3fn)
+
+
+def _cublaslt(a_mat: torch.Tensor, b_mat: torch.Tensor, d: torch.Tensor, c: Optional[torch.Tensor]) -> None:
+    """D = C + a_mat @ b_mat (a_mat [M, K], b_mat [K, N] views) through torch's cuBLAS(Lt) GEMMs, FP32 accumulation
+    and one rounding into D, as the anchor's thin cuBLASLt wrapper does (FP8 inputs unscaled)."""
+    (m, k), n = a_mat.shape, b_mat.shape[1]
+    if b_mat.shape[0] != k:
+        raise invalid(f"a, b: K must match, got {k} and {b_mat.shape[0]}")
+    if a_mat.dtype not in _CUBLASLT_INPUTS or b_mat.dtype != a_mat.dtype:
+        raise invalid(f"a, b: one dtype of bfloat16, float32 or float8_e4m3fn, got {a_mat.dtype} and {b_mat.dtype}")
+    _check_output(d, c, (m, n))
+    if a_mat.dtype == torch.float32 and d.dtype != torch.float32:
+        raise invalid(f"d: float32 inputs give a float32 d, got {d.dtype}")
+    if a_mat.dtype == torch.float8_e4m3fn:
+        # cuBLASLt takes FP8 only with both operands K-major (the nt form) and sizes in multiples of 16.
+        if a_mat.stride(1) != 1 or b_mat.stride(0) != 1:
+            raise unsupported("a, b: FP8 cuBLASLt GEMMs take K-major A and B only (cublaslt_gemm_nt)")
+        if k % 16 or n % 16:
+            raise invalid(f"a, b: FP8 cuBLASLt GEMMs need K and N multiples of 16, got K {k}, N {n}")
+    if not (a_mat.is_cuda and b_mat.is_cuda and d.is_cuda):
+        raise invalid("a, b, d: must be CUDA tensors")
+    if m == 0 or n == 0:
+        return
+    _load_accumulator(d, c)
+    if k == 0:
+        if c is None:
+            d.zero_()
+        return
+    accumulate = c is not None
+    if a_mat.dtype == torch.float8_e4m3fn:
+        one = torch.ones((), dtype=torch.float32, device=d.device)
+        product = torch._scaled_mm(_contiguous(a_mat), b_mat, scale_a=one, scale_b=one, out_dtype=torch.float32)
+        if accumulate:
+            d.add_(product)  # computed in FP32, one rounding into D
+        else:
+            d.copy_(product)
+    elif d.dtype == a_mat.dtype:
+        if accumulate:
+            d.addmm_(a_mat, b_mat)
+        else:
+            torch.mm(a_mat, b_mat, out=d)
+    else:  # BF16 inputs, FP32 D: cuBLAS's FP32-output form of the BF16 GEMM
+        product = (torch.addmm(d, a_mat, b_mat, out_dtype=torch.float32) if accumulate
+                   else torch.mm(a_mat, b_mat, out_dtype=torch.float32))
+        d.copy_(product)
+
+
+def cublaslt_gemm_nt(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, c: Optional[torch.Tensor] = None) -> None:
+    """The anchor's cuBLASLt baseline: D = C + A @ B^T with A [M, K], B [N, K]; BF16 or FP32 inputs (BF16 or FP32
+    D), or FP8 e4m3 inputs taken unscaled. Runs torch's cuBLAS(Lt) GEMM, not a moegemm kernel."""
+    _require_dim(a, 2, "a")
+    _require_dim(b, 2, "b")
+    _require_dim(d, 2, "d")
+    _cublaslt(a, b.T, d, c)
+
+
+def cublaslt_gemm_nn(a, b, d, c=None) -> None:
+    """B given as [K, N]: D = C + A @ B."""
+    _require_dim(a, 2, "a")
+    _require_dim(b, 2, "b")
+    _require_dim(d, 2, "d")
+    _cublaslt(a, b, d, c)
+
+
+def cublaslt_gemm_tn(a, b, d, c=None) -> None:
+    """A given as [K, M], B as [K, N]: D = C + A^T @ B."""
+    _require_dim(a, 2, "a")
+    _require_dim(b, 2, "b")
+    _require_dim(d, 2, "d")
+    _cublaslt(a.T, b, d, c)
+
+
+def cublaslt_gemm_tt(a, b, d, c=None) -> None:
+    """A given as [K, M], B as [N, K]: D = C + A^T @ B^T."""
+    _require_dim(a, 2, "a")
+    _require_dim(b, 2, "b")
+    _require_dim(d, 2, "d")
+    _cublaslt(a.T, b.T, d, c)
+
+
 # ---- the anchor's other spellings ------------------------------------------------------------------------------
 
 fp8_fp4_gemm_nt = fp8_gemm_nt
