@@ -1,23 +1,42 @@
 # One line per K block of an nvdisasm listing (scripts/sass_loops.sh): its instructions from the stage wait
 # (TRYWAIT) to the WGMMA wait (DEPBAR), WGMMAs, R2UR moves and local-memory accesses, and whether it is a block of
 # a K loop or a tile's peeled first block ("K block once per tile").
-# A block is in a K loop when the innermost backward branch around it (a loop's back edge: a branch to a label
-# above it) encloses no other loop that holds K blocks. A block whose innermost loop holds a K loop is run once per
-# tile, before that K loop. Back edges of out-of-line wait retries span to the end of the code, so they are never
-# the innermost loop of a block that a K loop encloses. Checked on a made-up listing by tests/sass/k_blocks_test.sh.
+# A block is placed by its first WGMMA (its stage wait may sit in the iteration before, and its WGMMA wait past the
+# loop's back edge, when the wait moved up): it is in a K loop when the innermost backward branch around that WGMMA
+# (a loop's back edge: a branch to a label above it) encloses no other loop that holds a block's first WGMMA. A block
+# whose innermost loop holds a K loop runs once per tile, before or after that K loop. Checked on a made-up listing by tests/sass/k_blocks_test.sh.
 /^\.L_x_[0-9]+:/ { sub(":", "", $1); label[$1] = NR }
 /BRA `\(\.L_x_[0-9]+\)/ {
   t = $0; sub(/.*BRA `\(/, "", t); sub(/\).*/, "", t)
-  if (t in label) { nb++; lo[nb] = label[t]; hi[nb] = NR }
+  # (Not the return jump of an out-of-line wait retry, which follows its TRYWAIT within two instructions.)
+  if ((t in label) && !(wait_back1 || wait_back2)) { nb++; lo[nb] = label[t]; hi[nb] = NR }
 }
-/TRYWAIT/ { open = 1; n = 0; r2ur = 0; local = 0; gmma = 0; start = NR }
-open && /\/\*[0-9a-f]+\*\// { n++ }
-open && /R2UR/ { r2ur++ }
-open && /(STL|LDL)/ { local++ }
-open && /GMMA/ { gmma++ }
-open && /DEPBAR/ {
-  if (gmma > 0) { nk++; ks[nk] = start; ke[nk] = NR; kdesc[nk] = sprintf("%d instructions to the WGMMA wait, %d WGMMA, %d R2UR, %d local", n, gmma, r2ur, local) }
-  open = 0
+/\/\*[0-9a-f]+\*\// { wait_back2 = wait_back1; wait_back1 = /TRYWAIT/ }
+# A block runs from its stage wait to the WGMMA wait after its WGMMAs; its stage wait is the last one before its
+# first WGMMA that no earlier block started from. Usually nothing lies between the two but the block itself. A loop
+# that waits for the next block's stage before this block's WGMMAs complete (two accumulators, the wait moved up) has
+# the next stage's wait before this block's WGMMA wait, so its blocks overlap by those few instructions. A second
+# WGMMA group with no new stage wait (the second 64-row wave of a 256-row tile) belongs to its block and is not
+# listed on its own.
+/\/\*[0-9a-f]+\*\// { instr[NR] = 1 }
+/R2UR/ { isr2ur[NR] = 1 }
+/(STL|LDL)/ { islocal[NR] = 1 }
+/TRYWAIT/ { last_wait = NR }
+/GMMA/ {
+  if (gmma_since++ == 0) {
+    first_gmma = NR
+    first_wait = last_wait > used_wait ? last_wait : 0
+    if (first_wait > 0) used_wait = first_wait
+  }
+}
+/DEPBAR/ {
+  if (gmma_since > 0 && first_wait > 0) {
+    n = 0; r2ur = 0; local = 0
+    for (i = first_wait; i <= NR; i++) { n += (i in instr); r2ur += (i in isr2ur); local += (i in islocal) }
+    nk++; ks[nk] = first_gmma; ke[nk] = first_gmma
+    kdesc[nk] = sprintf("%d instructions to the WGMMA wait, %d WGMMA, %d R2UR, %d local", n, gmma_since, r2ur, local)
+  }
+  gmma_since = 0
 }
 function holds_k(b,   i) { for (i = 1; i <= nk; i++) if (lo[b] <= ks[i] && ke[i] <= hi[b]) return 1; return 0 }
 END {
