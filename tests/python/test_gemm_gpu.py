@@ -82,6 +82,23 @@ def test_fp8_mn_major_operands_are_rejected():
         call(deep_gemm.fp8_gemm_nn, a_fp8, b_kn, poisoned(torch, (128, n), torch.bfloat16))
 
 
+@pytest.mark.parametrize("m, splits, heads, k", [(64, (128, 64, 128), 4, 512), (37, (64, 0, 192), 3, 576),
+                                                 (5, (0, 32, 128), 2, 256)])
+def test_fp8_gemm_nt_skip_head_mid(m, splits, heads, k):
+    left, mid, right = splits
+    n = heads * (left + right)
+    a, b = randn(m, k), randn(n, k)
+    a_fp8, b_fp8 = deep_gemm.per_token_cast_to_fp8(a), deep_gemm.per_block_cast_to_fp8(b)
+    d = torch.full((m, heads * (left + mid + right)), 17.0, dtype=torch.bfloat16, device="cuda")
+    call(deep_gemm.fp8_gemm_nt_skip_head_mid, a_fp8, b_fp8, d, splits)
+    plain = poisoned(torch, (m, n), torch.bfloat16)
+    call(deep_gemm.fp8_gemm_nt, a_fp8, b_fp8, plain)
+    packed, product = d.view(m, heads, left + mid + right), plain.view(m, heads, left + right)
+    assert torch.equal(packed[..., :left], product[..., :left])
+    assert torch.equal(packed[..., left + mid:], product[..., left:])
+    assert bool((packed[..., left:left + mid] == 17.0).all()), "the mid columns must be left as they were"
+
+
 # ---- FP8 grouped -----------------------------------------------------------------------------------------------
 
 def contiguous_layout(num_groups, expected_m):

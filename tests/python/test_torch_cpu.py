@@ -134,6 +134,24 @@ def test_cublaslt_baseline_checks_its_arguments_before_any_launch():
         deep_gemm.cublaslt_gemm_tt(a.T.contiguous(), b, d)
 
 
+def test_skip_head_mid_checks_its_splits_and_d():
+    a = _fp8(4, 256)
+    b = deep_gemm.per_block_cast_to_fp8(torch.randn(512, 256, dtype=torch.bfloat16))
+    d = torch.empty(4, 640, dtype=torch.bfloat16)  # 2 heads of 128 + 64 + 128
+    with pytest.raises(ValueError, match="B's N \\(512\\) must be a multiple of left \\+ right \\(228\\)"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (128, 64, 100))
+    with pytest.raises(ValueError, match=r"d: shape must be \(4, 640\)"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d[:, :512], (128, 64, 128))
+    with pytest.raises(ValueError, match="head_splits: must be \\(left, mid, right\\)"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (128, 64))
+    with pytest.raises(ValueError, match="head_splits: must be"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (0, 64, 0))
+    with pytest.raises(ValueError, match="recipe \\(1, 128, 128\\) only"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (128, 64, 128), recipe=(1, 1, 128))
+    with pytest.raises(ValueError, match="d: recipe \\(1, 128, 128\\) writes bfloat16"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d.float(), (128, 64, 128))
+
+
 def test_drop_in_early_returns_follow_the_anchor():
     poison = torch.full((4, 8), float("nan"))
     d = poison.clone()

@@ -127,6 +127,47 @@ def fp8_gemm_nt(a, b, d: torch.Tensor, c: Optional[torch.Tensor] = None, recipe:
                                           get_mn_major_tma_aligned_tensor(b_sf), d)
 
 
+def fp8_gemm_nt_skip_head_mid(a, b, d: torch.Tensor, head_splits: Sequence[int], recipe: Optional[Sequence[int]] = None,
+                              compiled_dims: str = "nk", disable_ue8m0_cast: bool = False) -> None:
+    """D = A @ B^T with a gap in every head, as the anchor's EpilogueHeadSplits writes it: B's N = H * (left + right)
+    output columns go to D [M, H * (left + mid + right)], each head's first `left` columns at the head's start and its
+    last `right` after `mid` columns that are left as they were. Recipe (1,128,128), BF16 D, no C. Here the product
+    goes through a temporary [M, N] and two strided copies: the anchor's result, not its fused epilogue (the copies
+    read and write D's columns once more)."""
+    splits = tuple(head_splits) if isinstance(head_splits, (tuple, list)) else ()
+    if len(splits) != 3 or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in splits) or \
+            splits[0] + splits[2] == 0:
+        raise invalid(f"head_splits: must be (left, mid, right), non-negative ints with left + right > 0, got "
+                      f"{head_splits!r}")
+    left, mid, right = splits
+    if _resolve_recipe(recipe, None, None) != RECIPE_1D2D:
+        raise invalid("recipe: fp8_gemm_nt_skip_head_mid computes recipe (1, 128, 128) only")
+    a_data, _ = _pair(a, "a")
+    b_data, _ = _pair(b, "b")
+    _require_dim(a_data, 2, "a")
+    _require_dim(b_data, 2, "b")
+    _require_dim(d, 2, "d")
+    m, n = a_data.shape[0], b_data.shape[0]
+    if n % (left + right):
+        raise invalid(f"head_splits: B's N ({n}) must be a multiple of left + right ({left + right})")
+    heads = n // (left + right)
+    width = heads * (left + mid + right)
+    if tuple(d.shape) != (m, width):
+        raise invalid(f"d: shape must be ({m}, {width}) (N + N / (left + right) * mid), got {tuple(d.shape)}")
+    if d.dtype != torch.bfloat16:
+        raise invalid(f"d: recipe (1, 128, 128) writes bfloat16, got {d.dtype}")
+    if m == 0 or n == 0:
+        return
+    product = torch.empty((m, n), dtype=torch.bfloat16, device=d.device)
+    fp8_gemm_nt(a, b, product, recipe=RECIPE_1D2D)
+    source = product.unflatten(1, (heads, left + right))
+    target = d.unflatten(1, (heads, left + mid + right))
+    if left:
+        target[..., :left].copy_(source[..., :left])
+    if right:
+        target[..., left + mid:].copy_(source[..., left:])
+
+
 def fp8_gemm_nn(a, b, d, c=None, recipe=None, recipe_a=None, recipe_b=None, compiled_dims="nk",
                 disable_ue8m0_cast=False) -> None:
     """B given as [K, N]: D = C + A @ B. SM90 FP8 needs K-major operands, so B must be a transposed view."""
