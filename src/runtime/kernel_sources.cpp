@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "moegemm/error.hpp"
 #include "runtime/embedded_sources.hpp"
@@ -65,6 +66,14 @@ std::vector<std::string> quoted_includes(const std::string& text) {
   return names;
 }
 
+// The built-in file of that name, or null.
+const EmbeddedSource* find_embedded(const std::string& name) {
+  for (const auto& source : embedded_sources()) {
+    if (name == source.name) return &source;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 KernelSourceSet built_in_sources() {
@@ -77,16 +86,14 @@ KernelSourceSet built_in_sources() {
 }
 
 std::vector<std::string> host_shared_sources() {
-  std::map<std::string, const EmbeddedSource*> by_name;
-  for (const auto& source : embedded_sources()) by_name[source.name] = &source;
   std::set<std::string> shared;
   std::vector<std::string> pending(std::begin(kHostRoots), std::end(kHostRoots));
   while (!pending.empty()) {
     const std::string name = pending.back();
     pending.pop_back();
-    auto it = by_name.find(name);
-    if (it == by_name.end() || !shared.insert(name).second) continue;
-    for (auto& included : quoted_includes(std::string(it->second->text, it->second->size))) {
+    const EmbeddedSource* source = find_embedded(name);
+    if (source == nullptr || !shared.insert(name).second) continue;
+    for (auto& included : quoted_includes(std::string(source->text, source->size))) {
       pending.push_back(std::move(included));
     }
   }
@@ -118,12 +125,10 @@ KernelSourceSet read_kernel_folder(const std::string& folder) {
   };
   if (find("sm90/gemm.cuh") == nullptr)
     folder_error(folder, "no sm90/gemm.cuh in it (it must hold the kernel sources, as kernels/ does)");
-  const KernelSourceSet built_in = built_in_sources();
   for (const std::string& name : host_shared_sources()) {
     const SourceFile* mine = find(name);
-    const auto theirs =
-        std::find_if(built_in.files.begin(), built_in.files.end(), [&](const SourceFile& f) { return f.name == name; });
-    if (mine == nullptr || mine->text != theirs->text) {
+    const EmbeddedSource* theirs = find_embedded(name);  // every host-shared name is a built-in file
+    if (mine == nullptr || mine->text != std::string_view(theirs->text, theirs->size)) {
       folder_error(folder, name +
                                (mine == nullptr ? " is missing" : " differs from the one this library was built with") +
                                "; the host code shares it (parameter and shared-memory layouts, the scheduler), so a "
