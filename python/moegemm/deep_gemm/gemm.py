@@ -440,26 +440,21 @@ def cublaslt_gemm_nt(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, c: Optio
 
 def cublaslt_gemm_nn(a, b, d, c=None) -> None:
     """B given as [K, N]: D = C + A @ B."""
-    _require_dim(a, 2, "a")
     _require_dim(b, 2, "b")
-    _require_dim(d, 2, "d")
-    _cublaslt(a, b, d, c)
+    cublaslt_gemm_nt(a, b.T, d, c)
 
 
 def cublaslt_gemm_tn(a, b, d, c=None) -> None:
     """A given as [K, M], B as [K, N]: D = C + A^T @ B."""
     _require_dim(a, 2, "a")
     _require_dim(b, 2, "b")
-    _require_dim(d, 2, "d")
-    _cublaslt(a.T, b, d, c)
+    cublaslt_gemm_nt(a.T, b.T, d, c)
 
 
 def cublaslt_gemm_tt(a, b, d, c=None) -> None:
     """A given as [K, M], B as [N, K]: D = C + A^T @ B^T."""
     _require_dim(a, 2, "a")
-    _require_dim(b, 2, "b")
-    _require_dim(d, 2, "d")
-    _cublaslt(a.T, b.T, d, c)
+    cublaslt_gemm_nt(a.T, b, d, c)
 
 
 # ---- the anchor's other spellings ------------------------------------------------------------------------------
