@@ -33,14 +33,18 @@ cat > "$LISTING" <<'SASS'
         /*0120*/              @!P0 BRA `(.L_x_8) ;
         /*0130*/                   BRA `(.L_x_9) ;
 SASS
-got="$(awk -f "$ROOT/scripts/sass_k_blocks.awk" "$LISTING")"
-want="  K block once per tile: 5 instructions to the WGMMA wait, 1 WGMMA, 2 R2UR, 0 local
+# The script's lines for $LISTING must be $2; $1 names the listing in the failure message.
+expect_blocks() {
+  local got
+  got="$(awk -f "$ROOT/scripts/sass_k_blocks.awk" "$LISTING")"
+  if [ "$got" != "$2" ]; then
+    printf 'k_blocks_test (%s): expected\n%s\ngot\n%s\n' "$1" "$2" "$got"
+    exit 1
+  fi
+}
+expect_blocks "peeled block, K loop, retry" "  K block once per tile: 5 instructions to the WGMMA wait, 1 WGMMA, 2 R2UR, 0 local
   K loop: 3 instructions to the WGMMA wait, 1 WGMMA, 0 R2UR, 0 local
   K loop: 5 instructions to the WGMMA wait, 1 WGMMA, 1 R2UR, 1 local"
-if [ "$got" != "$want" ]; then
-  printf 'k_blocks_test: expected\n%s\ngot\n%s\n' "$want" "$got"
-  exit 1
-fi
 # Two more shapes: a K loop that waits for the next block's stage before this block's WGMMA wait (two accumulators,
 # the wait moved up), each block then running from its stage wait to its WGMMA wait across the previous block's
 # WGMMA wait; and a 256-row tile's second 64-row wave, a WGMMA group with no stage wait of its own, which belongs to
@@ -72,12 +76,7 @@ cat > "$LISTING" <<'SASS'
         /*0110*/              @!P0 BRA `(.L_x_7) ;
         /*0120*/                   BRA `(.L_x_6) ;
 SASS
-got="$(awk -f "$ROOT/scripts/sass_k_blocks.awk" "$LISTING")"
-want="  K block once per tile: 6 instructions to the WGMMA wait, 1 WGMMA, 0 R2UR, 0 local
+expect_blocks "wait moved up, second wave" "  K block once per tile: 6 instructions to the WGMMA wait, 1 WGMMA, 0 R2UR, 0 local
   K loop: 7 instructions to the WGMMA wait, 1 WGMMA, 1 R2UR, 0 local
   K block once per tile: 3 instructions to the WGMMA wait, 1 WGMMA, 0 R2UR, 0 local"
-if [ "$got" != "$want" ]; then
-  printf 'k_blocks_test (wait moved up, second wave): expected\n%s\ngot\n%s\n' "$want" "$got"
-  exit 1
-fi
 echo "k_blocks_test: peeled block and K loop blocks told apart; a wait moved up and a second wave handled"
