@@ -74,16 +74,18 @@ GroupedResult m_grouped_contiguous_row_to_group(std::int64_t m_total, std::int64
 }
 
 GroupedResult m_grouped_contiguous_group_ends(std::int64_t m_total, std::int64_t n, std::int64_t k, MatrixRef a,
-                                              BatchedMatrixRef b, std::int64_t groups, const std::int32_t* ends) {
+                                              BatchedMatrixRef b, std::int64_t groups, const std::int32_t* ends,
+                                              std::int64_t segment_alignment) {
   check_sizes(m_total, n, k);
   check_groups(groups, ends, "ends");
+  require(segment_alignment >= 1, "segment_alignment", "must be >= 1", segment_alignment);
   check_operand(a.data, "a.data", k > 0);
   check_operand(b.matrix.data, "b.matrix.data", k > 0);
   GroupedResult result{std::vector<double>(to_size(m_total * n), 0.0), std::vector<std::uint8_t>(to_size(m_total), 0)};
   // Starts never decrease (each is at least the previous clamped end), so experts' row ranges are disjoint.
   std::int64_t previous_end = 0;
   for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int64_t start = std::min(align_up(previous_end, kContiguousAlignment), m_total);
+    const std::int64_t start = std::min(align_up(previous_end, segment_alignment), m_total);
     const std::int64_t end = std::clamp<std::int64_t>(ends[g], start, m_total);
     if (end > start && k > 0) {
       detail::product_nt(end - start, n, k, rows_from(a, start), b[g], result.d.data() + start * n, n);

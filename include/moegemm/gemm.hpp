@@ -103,6 +103,7 @@ struct Bf16PlanQuery {
   bool a_mn_major = false, b_mn_major = false;
   bool fp32_d = false;  // FP32 D (k-grouped: always)
   bool with_c = false;  // D = C + A B^T with BF16 D (dense only)
+  int segment_alignment = kContiguousAlignment;  // group ends: the call's layout.segment_alignment (precompile_*)
 };
 KernelConfig plan_bf16_gemm(const Bf16PlanQuery& query);
 
@@ -128,8 +129,11 @@ struct PrecompiledKernel {
   int spill_bytes = 0;      // bytes of registers spilled to local memory per thread (ptxas's spill stores)
 };
 // The kernels of fp8_gemm_nt (num_groups 1) or of the m-grouped call `grouped_layout`, as plan_fp8_gemm_nt.
+// segment_alignment: the group-ends call's layout.segment_alignment (a kernel is specialised on it); the default for
+// the other layouts.
 std::vector<PrecompiledKernel> precompile_fp8_gemm_nt(int m, int n, int k, int num_groups = 1, int expected_m = 0,
-                                                      GemmLayout grouped_layout = GemmLayout::kContiguousGroupEnds);
+                                                      GemmLayout grouped_layout = GemmLayout::kContiguousGroupEnds,
+                                                      int segment_alignment = kContiguousAlignment);
 // The kernels of fp8_gemm_nt_1d1d (num_groups 1) or k_grouped_fp8_gemm_nt (k the sum of the experts' K), as
 // plan_fp8_gemm_wgrad; the k-grouped form has two (its per-expert descriptor step and the GEMM).
 std::vector<PrecompiledKernel> precompile_fp8_gemm_wgrad(int m, int n, int k, int num_groups = 1);

@@ -10,24 +10,32 @@
 
 namespace moegemm {
 
-// Rows of every expert's segment in the contiguous layout start at a multiple of this.
+// The default start alignment of experts' segments in the contiguous layout: the kernels' tile rows, so that no
+// block of rows holds two experts. (The group-ends form takes others: ContiguousLayout::segment_alignment.)
 inline constexpr int kContiguousAlignment = 128;
+// The largest ContiguousLayout::segment_alignment.
+inline constexpr int kMaxSegmentAlignment = 1024;
 
 // M-grouped contiguous: the tokens of all experts concatenated in A [M_total, K] and D [M_total, N].
 struct ContiguousLayout {
   enum class Form : int {
     // index: int32 [M_total]; index[r] = expert of row r, or -1 for a padding row (D row written as zeros).
-    // Each expert's segment must start at a multiple of kContiguousAlignment. Values >= num_groups, or
-    // below -1, are treated as padding (never followed into memory).
+    // Segments should start at multiples of kContiguousAlignment; where a block of 128 rows holds several
+    // experts, it is computed once per expert present (exact, slower). Values >= num_groups, or below -1, are
+    // treated as padding (never followed into memory).
     kRowToGroup = 0,
     // index: int32 [G]; index[g] = exclusive end row of expert g (a running sum). Expert g owns rows
-    // [align(index[g-1], kContiguousAlignment), index[g]) (0 for g = 0); gap rows belong to nobody and are
+    // [align(index[g-1], segment_alignment), index[g]) (0 for g = 0); gap rows belong to nobody and are
     // not written. Ends are clamped to [start, M_total].
     kGroupEnds = 1,
   };
   Form form = Form::kRowToGroup;
   TensorView index;            // int32, contiguous, device
   int expected_m_per_group = 0;  // heuristic hint only; 0 lets the planner use M_total / G
+  // kGroupEnds: where each expert's segment starts, a power of two from 1 to kMaxSegmentAlignment. 1 packs the
+  // tokens of all experts with no padding rows between them (expert g starts at index[g-1]); the default leaves
+  // the gaps of the anchor's layout. kRowToGroup: must stay at the default (the index says where every row goes).
+  int segment_alignment = kContiguousAlignment;
 };
 
 // M-grouped masked: one padded slab per expert, A [G, capacity, K], D [G, capacity, N]. Expert g's valid rows are

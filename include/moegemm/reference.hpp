@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "moegemm/layouts.hpp"
+
 namespace moegemm::reference {
 
 // ---- Codecs -------------------------------------------------------------------------------------------------
@@ -188,11 +190,12 @@ GroupedResult m_grouped_contiguous_row_to_group(std::int64_t m_total, std::int64
                                                 BatchedMatrixRef b, std::int64_t groups, const std::int32_t* index);
 
 // M-grouped contiguous, group-ends index (running sums) int32 [groups]: expert g owns rows
-// [start_g, end_g) with start_0 = 0, start_g = min(align(end_{g-1}, 128), m_total) and end_g = ends[g] clamped
-// to [start_g, m_total] (so end_{g-1} is the previous expert's clamped end). Rows owned by no expert (the
-// alignment gaps, the tail) are not written.
+// [start_g, end_g) with start_0 = 0, start_g = min(align(end_{g-1}, segment_alignment), m_total) and end_g = ends[g]
+// clamped to [start_g, m_total] (so end_{g-1} is the previous expert's clamped end). Rows owned by no expert (the
+// alignment gaps, the tail) are not written. segment_alignment >= 1 (1: packed segments, no gaps).
 GroupedResult m_grouped_contiguous_group_ends(std::int64_t m_total, std::int64_t n, std::int64_t k, MatrixRef a,
-                                              BatchedMatrixRef b, std::int64_t groups, const std::int32_t* ends);
+                                              BatchedMatrixRef b, std::int64_t groups, const std::int32_t* ends,
+                                              std::int64_t segment_alignment = kContiguousAlignment);
 
 // M-grouped masked: a[g] [capacity, K], b[g] [N, K], counts int32 [groups] clamped to [0, capacity]. D is
 // [groups, capacity, N] row-major; row r of expert g (written index g * capacity + r) is written iff r < count.

@@ -9,9 +9,12 @@
 
 namespace moegemm::kernels {
 
-// Every expert segment of the contiguous group-ends layout starts at a multiple of this many rows (the public
-// kContiguousAlignment; repeated here because kernels cannot include the public headers).
+// Expert segments of the contiguous group-ends layout start at multiples of a segment alignment (TileIteratorFor): by
+// default this many rows (the public kContiguousAlignment; repeated here because kernels cannot include the public
+// headers), 1 for tokens packed without gaps.
 inline constexpr int kGroupEndsAlignment = 128;
+// The largest segment alignment (a power of two) the group-ends layout accepts.
+inline constexpr int kMaxSegmentAlignment = 1024;
 
 // pick_raster_band tries the bands 1, 2, 4, ... up to this.
 inline constexpr int kMaxRasterBand = 16;
@@ -144,6 +147,20 @@ MOEGEMM_HD int pass_b_row(const SchedulerProblem& p, const TileWork& work, int p
   return pass_b_row(p.kind, p.n, work, pass_group);
 }
 
+// A segment alignment the group-ends layout accepts: a power of two from 1 to kMaxSegmentAlignment.
+MOEGEMM_HD constexpr bool is_segment_alignment(int a) {
+  return a >= 1 && a <= kMaxSegmentAlignment && (a & (a - 1)) == 0;
+}
+
+// The first row of a group-ends segment whose predecessor ended at `previous_end` (0 <= previous_end <= rows),
+// never past the rows; with an alignment is_segment_alignment refuses, the rows' end (every segment empty, no
+// tiles). Unsigned: the rounding may pass INT_MAX where rows is close to it, never 2^32.
+MOEGEMM_HD int segment_begin(int previous_end, int alignment, int rows) {
+  if (!is_segment_alignment(alignment)) return rows;
+  const unsigned mask = static_cast<unsigned>(alignment) - 1u;
+  return static_cast<int>(min_of((static_cast<unsigned>(previous_end) + mask) & ~mask, static_cast<unsigned>(rows)));
+}
+
 // Shapes the scheduler cannot work with. The host rejects these before launch with a proper error; on the device
 // a malformed problem simply yields no tiles (no division by zero, no routing read).
 MOEGEMM_HD bool scheduler_problem_is_well_formed(const SchedulerProblem& p) {
@@ -172,7 +189,8 @@ MOEGEMM_HD long long max_work_items(const SchedulerProblem& p) {
     case GroupedKind::kContiguousRowToGroup:
       return m_blocks * n_blocks;
     case GroupedKind::kContiguousGroupEnds:
-      // Every tile of a group but its last lies inside the group's rows, and the groups' rows are disjoint.
+      // Every tile of a group but its last lies inside the group's rows, and the groups' rows are disjoint (for
+      // any segment alignment).
       return (static_cast<long long>(p.rows / p.block_m) + min_of(p.num_groups, p.rows)) * n_blocks;
     case GroupedKind::kMasked:
       return p.num_groups * m_blocks * n_blocks;
@@ -206,6 +224,20 @@ MOEGEMM_HD int pick_raster_band(int m_blocks, int n_blocks, int block_m, int blo
   return best_band;
 }
 
+// The group-ends segment alignment a TileIteratorFor holds: its constant, or (kFixed = 0) the value it was given. A
+// constant one stores nothing: an int member, never read, still moved the code of every kernel.
+template <int kFixed>
+struct SegmentAlignment {
+  MOEGEMM_HD explicit SegmentAlignment(int) {}
+  MOEGEMM_HD int get() const { return kFixed; }
+};
+template <>
+struct SegmentAlignment<0> {
+  MOEGEMM_HD explicit SegmentAlignment(int v) : value(v) {}
+  MOEGEMM_HD int get() const { return value; }
+  int value;
+};
+
 // The work of one persistent CTA: linear items cta, cta + num_ctas, ... over all groups' tiles, group by group.
 // Producer and consumer warps each own a copy; both see the same sequence because it depends only on the inputs.
 // The iterator keeps a cursor on the current group and only moves it forward: O(G + items) per CTA in total.
@@ -216,11 +248,20 @@ MOEGEMM_HD int pick_raster_band(int m_blocks, int n_blocks, int block_m, int blo
 // tile, through four run-time integer divisions and the layout dispatched at run time (docs/results/
 // 2026-12-04-decode-start.md). A problem that disagrees with those constants yields no tiles. -1 and 0: read from
 // the problem (the host and the CPU tests).
-template <int kKind = -1, int kBlockM = 0, int kBlockN = 0>
+//
+// The group-ends layout's segment alignment (where each expert's rows start) is a kernel constant too:
+// kSegmentAlignment, or with 0 the constructor's argument. As a run-time value the group-ends kernels kept it in a
+// register and spilled more (256x128: 0 -> 8 bytes), and as a field of the problem it moved code in every kernel.
+// A value that is not a power of two from 1 to kMaxSegmentAlignment yields no tiles.
+template <int kKind = -1, int kBlockM = 0, int kBlockN = 0, int kSegmentAlignment = 0>
 class TileIteratorFor {
+  static_assert(kSegmentAlignment == 0 || is_segment_alignment(kSegmentAlignment),
+                "kSegmentAlignment: 0 (the constructor's) or a power of two from 1 to kMaxSegmentAlignment");
+
  public:
-  MOEGEMM_HD TileIteratorFor(const SchedulerProblem& p, int cta, int num_ctas)
-      : p_(p), item_(cta), stride_(num_ctas) {
+  MOEGEMM_HD TileIteratorFor(const SchedulerProblem& p, int cta, int num_ctas,
+                             int segment_alignment = kGroupEndsAlignment)
+      : p_(p), item_(cta), stride_(num_ctas), segment_alignment_(segment_alignment) {
     const bool as_compiled = (kKind < 0 || static_cast<int>(p.kind) == kKind) &&
                              (kBlockM <= 0 || p.block_m == kBlockM) && (kBlockN <= 0 || p.block_n == kBlockN);
     if (!as_compiled || !scheduler_problem_is_well_formed(p) || cta < 0 || num_ctas <= 0) {
@@ -274,6 +315,7 @@ class TileIteratorFor {
   MOEGEMM_HD GroupedKind kind() const { return kKind >= 0 ? static_cast<GroupedKind>(kKind) : p_.kind; }
   MOEGEMM_HD int block_m() const { return kBlockM > 0 ? kBlockM : p_.block_m; }
   MOEGEMM_HD int block_n() const { return kBlockN > 0 ? kBlockN : p_.block_n; }
+  MOEGEMM_HD int alignment() const { return segment_alignment_.get(); }
 
   // Moves the cursor to segment s (the next one): its rows, m-blocks and K range, from the previous segment's.
   MOEGEMM_HD void enter_segment(int s) {
@@ -288,7 +330,7 @@ class TileIteratorFor {
       case GroupedKind::kContiguousRowToGroup:
         break;
       case GroupedKind::kContiguousGroupEnds:
-        begin = min_of(align_up(carry_, kGroupEndsAlignment), p_.rows);
+        begin = segment_begin(carry_, alignment(), p_.rows);
         end = min_of(max_of(p_.routing[s], begin), p_.rows);
         carry_ = end;
         a_row_base_ = begin;
@@ -315,6 +357,7 @@ class TileIteratorFor {
   SchedulerProblem p_;
   long long item_;   // this CTA's next linear work item
   long long stride_;
+  SegmentAlignment<kSegmentAlignment> segment_alignment_;
   int segments_ = 0;  // dense and row-to-group: 1; other kinds: G
   int n_blocks_ = 0;
   // Cursor: the current segment (group), where its items start, and its geometry.

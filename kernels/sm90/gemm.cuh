@@ -45,8 +45,10 @@ namespace moegemm::kernels::sm90 {
 // kSplitK > 1 (dense, 64- or 128-row tiles up to 64 wide): the kSplitK CTAs of a cluster compute the same tile over their
 // own slices of K, and rank 0 adds the others' partial results in rank order before its epilogue
 // (gemm_split_k_supported, sm90/gemm_params.cuh).
+// kSegmentAlignment (contiguous group ends): each expert's rows start at the previous expert's end rounded up to it
+// (a power of two; 1: packed). The other layouts keep the default.
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0,
-          int kClusterN = 1, int kSplitK = 1>
+          int kClusterN = 1, int kSplitK = 1, int kSegmentAlignment = kGroupEndsAlignment>
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
@@ -184,7 +186,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   const int split_kb_begin = split_k_begin(num_kb, kSplitK, split_rank);
   const int split_kb_end = split_k_begin(num_kb, kSplitK, split_rank + 1);
   // The scheduler, with this kernel's layout and (pair) tile as constants (the host's problem says the same).
-  using Tiles = TileIteratorFor<kKind, kBlockM * kClusterM, kBlockN * kClusterN>;
+  static_assert(kSegmentAlignment == kGroupEndsAlignment || kKind == static_cast<int>(GroupedKind::kContiguousGroupEnds),
+                "a segment alignment other than the default: the group-ends layout only");
+  using Tiles = TileIteratorFor<kKind, kBlockM * kClusterM, kBlockN * kClusterN, kSegmentAlignment>;
   // This CTA's part of a pair tile (the pair itself without a cluster).
   auto cta_tile = [&](const TileWork& pair) {
     if constexpr (kClusterM > 1) return cluster_half(pair, static_cast<int>(cluster_rank), kBlockM);

@@ -6,6 +6,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 Tensor = Any
 
 CONTIGUOUS_ALIGNMENT: int
+MAX_SEGMENT_ALIGNMENT: int
 
 class InvalidArgumentError(ValueError, RuntimeError): ...
 
@@ -57,7 +58,8 @@ def fp8_gemm_nt(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, *,
                 pdl: int = -1) -> None: ...
 def m_grouped_fp8_gemm_nt_contiguous(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, index: Tensor, *,
                                      group_ends: bool = False, expected_m_per_group: int = 0,
-                                     recipe: Tuple[int, int, int] = (1, 128, 128), stream: int = 0,
+                                     segment_alignment: int = 128, recipe: Tuple[int, int, int] = (1, 128, 128),
+                                     stream: int = 0,
                                      max_sms: int = 0, pdl: int = -1) -> None: ...
 def m_grouped_fp8_gemm_nt_masked(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, valid_rows: Tensor,
                                  expected_m: int = 0, *, recipe: Tuple[int, int, int] = (1, 128, 128),
@@ -70,8 +72,8 @@ def k_grouped_fp8_gemm_nt(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Ten
 def bf16_gemm(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, *, stream: int = 0, max_sms: int = 0,
               pdl: int = -1) -> None: ...
 def m_grouped_bf16_gemm_contiguous(a: Tensor, b: Tensor, d: Tensor, index: Tensor, *, group_ends: bool = False,
-                                   expected_m_per_group: int = 0, stream: int = 0, max_sms: int = 0,
-                                   pdl: int = -1) -> None: ...
+                                   expected_m_per_group: int = 0, segment_alignment: int = 128, stream: int = 0,
+                                   max_sms: int = 0, pdl: int = -1) -> None: ...
 def m_grouped_bf16_gemm_masked(a: Tensor, b: Tensor, d: Tensor, valid_rows: Tensor, expected_m: int = 0, *,
                                stream: int = 0, max_sms: int = 0, pdl: int = -1) -> None: ...
 def k_grouped_bf16_gemm_tn(a: Tensor, b: Tensor, d: Tensor, ks: Sequence[int], c: Optional[Tensor] = None,

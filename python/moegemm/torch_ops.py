@@ -51,11 +51,11 @@ def fp8_gemm_nt(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.
 @torch.library.custom_op("moegemm::m_grouped_fp8_gemm_nt_contiguous", mutates_args=("d",))
 def m_grouped_fp8_gemm_nt_contiguous(a: torch.Tensor, sfa: torch.Tensor, b: torch.Tensor, sfb: torch.Tensor,
                                      d: torch.Tensor, index: torch.Tensor, group_ends: bool,
-                                     expected_m_per_group: int) -> None:
+                                     expected_m_per_group: int, segment_alignment: int = 128) -> None:
     with _on_device_of(d):
         _moegemm.m_grouped_fp8_gemm_nt_contiguous(_dl(a), _dl(sfa), _dl(b), _dl(sfb), _dl(d), _dl(index),
                                                   group_ends=group_ends, expected_m_per_group=expected_m_per_group,
-                                                  stream=_stream(d))
+                                                  segment_alignment=segment_alignment, stream=_stream(d))
 
 
 @torch.library.custom_op("moegemm::m_grouped_fp8_gemm_nt_masked", mutates_args=("d",))
@@ -94,10 +94,11 @@ def bf16_gemm(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, accumulate: boo
 
 @torch.library.custom_op("moegemm::m_grouped_bf16_gemm_contiguous", mutates_args=("d",))
 def m_grouped_bf16_gemm_contiguous(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, index: torch.Tensor,
-                                   group_ends: bool, expected_m_per_group: int) -> None:
+                                   group_ends: bool, expected_m_per_group: int, segment_alignment: int = 128) -> None:
     with _on_device_of(d):
         _moegemm.m_grouped_bf16_gemm_contiguous(_dl(a), _dl(b), _dl(d), _dl(index), group_ends=group_ends,
-                                                expected_m_per_group=expected_m_per_group, stream=_stream(d))
+                                                expected_m_per_group=expected_m_per_group,
+                                                segment_alignment=segment_alignment, stream=_stream(d))
 
 
 @torch.library.custom_op("moegemm::m_grouped_bf16_gemm_masked", mutates_args=("d",))

@@ -44,11 +44,13 @@ std::optional<TensorArg> optional_tensor(nb::handle obj, const char* name) {
 const TensorView* view_or_null(const std::optional<TensorArg>& arg) { return arg ? &arg->view : nullptr; }
 const TensorArg* arg_or_null(const std::optional<TensorArg>& arg) { return arg ? &*arg : nullptr; }
 
-ContiguousLayout contiguous_layout(const TensorArg& index, bool group_ends, int expected_m_per_group) {
+ContiguousLayout contiguous_layout(const TensorArg& index, bool group_ends, int expected_m_per_group,
+                                   int segment_alignment) {
   ContiguousLayout layout;
   layout.form = group_ends ? ContiguousLayout::Form::kGroupEnds : ContiguousLayout::Form::kRowToGroup;
   layout.index = index.view;
   layout.expected_m_per_group = expected_m_per_group;
+  layout.segment_alignment = segment_alignment;
   return layout;
 }
 
@@ -69,14 +71,15 @@ void fp8_nt(nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::hand
 }
 
 void fp8_contiguous(nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle d, nb::handle index,
-                    bool group_ends, int expected_m_per_group, const Recipe& recipe, std::uintptr_t stream,
-                    int max_sms, int pdl) {
+                    bool group_ends, int expected_m_per_group, int segment_alignment, const Recipe& recipe,
+                    std::uintptr_t stream, int max_sms, int pdl) {
   const TensorArg ta = tensor_arg(a, "a.data"), tsa = tensor_arg(sfa, "a.scales"), tb = tensor_arg(b, "b.data"),
                   tsb = tensor_arg(sfb, "b.scales"), td = tensor_arg(d, "d"), ti = tensor_arg(index, "layout.index");
   require_one_cuda_device({&ta, &tsa, &tb, &tsb, &td, &ti});
   nb::gil_scoped_release unlocked;
   m_grouped_fp8_gemm_nt_contiguous({ta.view, tsa.view}, {tb.view, tsb.view}, td.view,
-                                   contiguous_layout(ti, group_ends, expected_m_per_group), as_stream(stream),
+                                   contiguous_layout(ti, group_ends, expected_m_per_group, segment_alignment),
+                                   as_stream(stream),
                                    make_options(recipe, max_sms, pdl));
 }
 
@@ -128,12 +131,13 @@ void bf16_dense(nb::handle a, nb::handle b, nb::handle d, nb::handle c, std::uin
 }
 
 void bf16_contiguous(nb::handle a, nb::handle b, nb::handle d, nb::handle index, bool group_ends,
-                     int expected_m_per_group, std::uintptr_t stream, int max_sms, int pdl) {
+                     int expected_m_per_group, int segment_alignment, std::uintptr_t stream, int max_sms, int pdl) {
   const TensorArg ta = tensor_arg(a, "a"), tb = tensor_arg(b, "b"), td = tensor_arg(d, "d"),
                   ti = tensor_arg(index, "layout.index");
   require_one_cuda_device({&ta, &tb, &td, &ti});
   nb::gil_scoped_release unlocked;
-  m_grouped_bf16_gemm_contiguous(ta.view, tb.view, td.view, contiguous_layout(ti, group_ends, expected_m_per_group),
+  m_grouped_bf16_gemm_contiguous(ta.view, tb.view, td.view,
+                                 contiguous_layout(ti, group_ends, expected_m_per_group, segment_alignment),
                                  as_stream(stream), make_options({1, 128, 128}, max_sms, pdl));
 }
 
@@ -237,9 +241,11 @@ void bind_gemm(nb::module_& m) {
         "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1,
         "D[M,N] = A[M,K] @ B[N,K]^T, FP8 recipe (1,128,128), BF16 D (written in place).");
   m.def("m_grouped_fp8_gemm_nt_contiguous", &fp8_contiguous, "a"_a, "sfa"_a, "b"_a, "sfb"_a, "d"_a, "index"_a,
-        nb::kw_only(), "group_ends"_a = false, "expected_m_per_group"_a = 0, "recipe"_a = default_recipe,
-        "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1,
-        "M-grouped contiguous FP8 GEMM; index is row->group (int32 [M_total]) or, with group_ends, end rows [G].");
+        nb::kw_only(), "group_ends"_a = false, "expected_m_per_group"_a = 0,
+        "segment_alignment"_a = kContiguousAlignment, "recipe"_a = default_recipe, "stream"_a = 0, "max_sms"_a = 0,
+        "pdl"_a = -1,
+        "M-grouped contiguous FP8 GEMM; index is row->group (int32 [M_total]) or, with group_ends, end rows [G] "
+        "(expert g's rows start at the previous end rounded up to segment_alignment; 1: packed).");
   m.def("m_grouped_fp8_gemm_nt_masked", &fp8_masked, "a"_a, "sfa"_a, "b"_a, "sfb"_a, "d"_a, "valid_rows"_a,
         "expected_m"_a = 0, nb::kw_only(), "recipe"_a = default_recipe, "stream"_a = 0, "max_sms"_a = 0,
         "pdl"_a = -1, "M-grouped masked FP8 GEMM: A [G, cap, K], D [G, cap, N], valid_rows int32 [G] on the device.");
@@ -254,8 +260,8 @@ void bind_gemm(nb::module_& m) {
         "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1,
         "D = C + A @ B^T; A, B each K-major or MN-major; D BF16 or FP32.");
   m.def("m_grouped_bf16_gemm_contiguous", &bf16_contiguous, "a"_a, "b"_a, "d"_a, "index"_a, nb::kw_only(),
-        "group_ends"_a = false, "expected_m_per_group"_a = 0, "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1,
-        "M-grouped contiguous BF16 GEMM.");
+        "group_ends"_a = false, "expected_m_per_group"_a = 0, "segment_alignment"_a = kContiguousAlignment,
+        "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1, "M-grouped contiguous BF16 GEMM (index as for FP8).");
   m.def("m_grouped_bf16_gemm_masked", &bf16_masked, "a"_a, "b"_a, "d"_a, "valid_rows"_a, "expected_m"_a = 0,
         nb::kw_only(), "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1, "M-grouped masked BF16 GEMM.");
   m.def("k_grouped_bf16_gemm_tn", &bf16_k_grouped, "a"_a, "b"_a, "d"_a, "ks"_a, "c"_a.none() = nb::none(),

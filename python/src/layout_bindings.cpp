@@ -48,6 +48,7 @@ nb::dict tensor_view_of(nb::handle obj, const std::string& name) {
 
 void bind_layouts(nb::module_& m) {
   m.attr("CONTIGUOUS_ALIGNMENT") = kContiguousAlignment;
+  m.attr("MAX_SEGMENT_ALIGNMENT") = kMaxSegmentAlignment;
   m.def("tma_aligned_size", &checked_tma_aligned_size, nb::arg("x"), nb::arg("element_size"),
         "x rounded up to a multiple of 16 / element_size (the TMA global-stride rule).");
   m.def("_tensor_view", &tensor_view_of, nb::arg("tensor").none(), nb::arg("name") = "tensor",

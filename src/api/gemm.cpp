@@ -87,6 +87,7 @@ launch::GemmLaunch to_launch(const validate::GemmProblem& p) {
   l.ldd = p.d.ld;
   l.d_group_stride = p.d.group_stride;
   l.routing = p.routing;
+  l.segment_alignment = p.segment_alignment;
   return l;
 }
 
@@ -398,9 +399,11 @@ struct PlannedKernel {
   kernels::GroupedKind layout = kernels::GroupedKind::kDense;
   kernels::sm90::GemmRecipe recipe = kernels::sm90::GemmRecipe::kFp8_1d2d;
   int mn_major = 0;
+  int segment_alignment = kContiguousAlignment;  // group ends: the call's layout.segment_alignment
 };
 
-PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout) {
+PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout,
+                             int segment_alignment = kContiguousAlignment) {
   if (grouped_layout != GemmLayout::kContiguousRowToGroup && grouped_layout != GemmLayout::kContiguousGroupEnds &&
       grouped_layout != GemmLayout::kMasked) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -412,6 +415,9 @@ PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m
   planned.layout =
       h.num_groups == 1 ? kernels::GroupedKind::kDense : static_cast<kernels::GroupedKind>(grouped_layout);
   planned.config = plan_fp8_1d2d(h, planning_sms(), planned.layout);
+  validate::check_segment_alignment(segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
+                                    "segment_alignment");
+  planned.segment_alignment = segment_alignment;
   return planned;
 }
 
@@ -428,6 +434,9 @@ PlannedKernel planned_bf16(const Bf16PlanQuery& q) {
   using kernels::sm90::GemmRecipe;
   PlannedKernel planned;
   planned.layout = static_cast<kernels::GroupedKind>(q.layout);
+  validate::check_segment_alignment(q.segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
+                                    "query.segment_alignment");
+  planned.segment_alignment = q.segment_alignment;
   const int sms = planning_sms();
   if (planned.layout == kernels::GroupedKind::kKGrouped) {
     planned.recipe = GemmRecipe::kBf16Fp32;
@@ -464,7 +473,8 @@ std::vector<PrecompiledKernel> precompile_planned(const PlannedKernel& p) {
     out.push_back(precompiled(launch::kgrouped_descriptor_kernel_spec(), KernelConfig{}));
   }
   out.push_back(precompiled(
-      launch::gemm_kernel_spec(p.config, p.layout, static_cast<int>(p.recipe), p.mn_major), p.config));
+      launch::gemm_kernel_spec(p.config, p.layout, static_cast<int>(p.recipe), p.mn_major, p.segment_alignment),
+      p.config));
   return out;
 }
 
@@ -481,8 +491,8 @@ KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_
 }
 
 std::vector<PrecompiledKernel> precompile_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m,
-                                                      GemmLayout grouped_layout) {
-  return precompile_planned(planned_fp8_nt(m, n, k, num_groups, expected_m, grouped_layout));
+                                                      GemmLayout grouped_layout, int segment_alignment) {
+  return precompile_planned(planned_fp8_nt(m, n, k, num_groups, expected_m, grouped_layout, segment_alignment));
 }
 
 std::vector<PrecompiledKernel> precompile_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {

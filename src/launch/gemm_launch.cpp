@@ -9,6 +9,7 @@
 #include "launch/kgrouped_descriptors.hpp"
 #include "launch/tma.hpp"
 #include "moegemm/error.hpp"
+#include "moegemm/layouts.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch.hpp"
 #include "sm90/gemm_params.cuh"
@@ -21,6 +22,11 @@ using kernels::SchedulerProblem;
 using kernels::sm90::GemmParams;
 using kernels::sm90::kFp8BlockK;
 
+// The kernels cannot include the public headers: their copies of the layout's constants must agree.
+static_assert(kContiguousAlignment == kernels::kGroupEndsAlignment &&
+                  kMaxSegmentAlignment == kernels::kMaxSegmentAlignment,
+              "include/moegemm/layouts.hpp and kernels/common/scheduler.cuh disagree on the segment alignments");
+
 // MOEGEMM_LAUNCH_VERBOSE=1: one line per launch on stderr (grid, cluster residency), for tuning.
 bool launch_verbose() {
   static const bool verbose = [] {
@@ -30,24 +36,43 @@ bool launch_verbose() {
   return verbose;
 }
 
+// The segment alignment a kernel is specialised on: the call's for the group-ends layout, the default otherwise (the
+// other layouts do not read it, and one kernel serves them).
+int kernel_segment_alignment(GroupedKind layout, int segment_alignment) {
+  return layout == GroupedKind::kContiguousGroupEnds ? segment_alignment : kernels::kGroupEndsAlignment;
+}
+
 }  // namespace
 
-std::string gemm_kernel_key(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
+std::string gemm_kernel_key(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major,
+                            int segment_alignment) {
+  const int alignment = kernel_segment_alignment(layout, segment_alignment);
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
          std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major) +
          (c.cluster_n > 1 ? "/cn" + std::to_string(c.cluster_n) : std::string()) +
-         (c.k_splits > 1 ? "/ks" + std::to_string(c.k_splits) : std::string());
+         (c.k_splits > 1 ? "/ks" + std::to_string(c.k_splits) : std::string()) +
+         (alignment != kernels::kGroupEndsAlignment ? "/sa" + std::to_string(alignment) : std::string());
 }
 
-jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major) {
+jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major,
+                                 int segment_alignment) {
+  const int alignment = kernel_segment_alignment(layout, segment_alignment);
   jit::KernelSpec spec;
-  spec.name = gemm_kernel_key(c, layout, recipe, mn_major);
+  spec.name = gemm_kernel_key(c, layout, recipe, mn_major, segment_alignment);
+  // The template's trailing parameters (k_splits, the segment alignment) are written only where they differ from
+  // their defaults: the default's kernels are named as before.
+  std::string trailing;
+  if (alignment != kernels::kGroupEndsAlignment) {
+    trailing = ", " + std::to_string(c.k_splits) + ", " + std::to_string(alignment);
+  } else if (c.k_splits > 1) {
+    trailing = ", " + std::to_string(c.k_splits);
+  }
   spec.name_expression =
       "moegemm::kernels::sm90::gemm_kernel<" + std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
       std::to_string(c.stages) + ", " + std::to_string(static_cast<int>(layout)) + ", " + std::to_string(c.cluster_m) +
       ", " + std::to_string(recipe) + ", " + std::to_string(mn_major) + ", " + std::to_string(c.cluster_n) +
-      (c.k_splits > 1 ? ", " + std::to_string(c.k_splits) : std::string()) + ">";
+      trailing + ">";
   spec.source = "#include \"sm90/gemm.cuh\"\n";
   return spec;
 }
@@ -245,8 +270,8 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   if (items == 0) return;
 
   const jit::Kernel& kernel = jit::get_kernel(
-      gemm_kernel_key(c, a.layout, a.recipe, a.mn_major),
-      [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major); }, stream);
+      gemm_kernel_key(c, a.layout, a.recipe, a.mn_major, a.segment_alignment),
+      [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major, a.segment_alignment); }, stream);
   jit::LaunchConfig lc{};
   lc.block[0] = static_cast<unsigned>((kernels::sm90::gemm_math_warpgroups(c.block_m) + 1) * 128), lc.block[1] = 1,
   lc.block[2] = 1;

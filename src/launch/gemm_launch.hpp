@@ -29,6 +29,7 @@ struct GemmLaunch {
   void* d = nullptr;
   std::int64_t ldd = 0, d_group_stride = 0;
   const int* routing = nullptr;
+  int segment_alignment = kernels::kGroupEndsAlignment;  // contiguous group ends: the kernel's kSegmentAlignment
   // Recipe (1,1,128): B's row scales (MN-major, k-blocks tma_aligned(N) apart).
   int recipe = 0;  // kernels::sm90::GemmRecipe
   std::int64_t sfb_mn_stride = 0;
@@ -45,9 +46,11 @@ struct GemmLaunch {
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
 // a short string that determines the source, so a hit never hashes sources). Exposed for compile checks.
-std::string gemm_kernel_key(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0, int mn_major = 0);
+// segment_alignment: the group-ends layout's (docs/layouts.md); the other layouts ignore it.
+std::string gemm_kernel_key(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0, int mn_major = 0,
+                            int segment_alignment = kernels::kGroupEndsAlignment);
 jit::KernelSpec gemm_kernel_spec(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0,
-                                 int mn_major = 0);
+                                 int mn_major = 0, int segment_alignment = kernels::kGroupEndsAlignment);
 
 void launch_gemm(const GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
 

@@ -3,8 +3,24 @@
 #include <climits>
 
 #include "validate/checks.hpp"
+#include "validate/validate.hpp"
 
 namespace moegemm::validate {
+
+void check_segment_alignment(int alignment, bool group_ends, const std::string& argument) {
+  if (group_ends) {
+    // A power of two: the kernels round each start with a mask (common/scheduler.cuh, segment_begin).
+    if (alignment < 1 || alignment > kMaxSegmentAlignment || (alignment & (alignment - 1)) != 0) {
+      fail(argument, "must be a power of two from 1 to " + std::to_string(kMaxSegmentAlignment) + " (group ends)",
+           std::to_string(alignment));
+    }
+  } else if (alignment != kContiguousAlignment) {
+    fail(argument,
+         "is read by the group-ends form only; leave it at kContiguousAlignment (" +
+             std::to_string(kContiguousAlignment) + ") for the other layouts (a row-to-group index places every row)",
+         std::to_string(alignment));
+  }
+}
 
 void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_total, std::int64_t groups,
                              GemmProblem& problem) {
@@ -18,6 +34,8 @@ void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_tota
   } else {
     fail("layout.form", "must be kRowToGroup or kGroupEnds", std::to_string(static_cast<int>(layout.form)));
   }
+  check_segment_alignment(layout.segment_alignment, layout.form == Form::kGroupEnds, "layout.segment_alignment");
+  problem.segment_alignment = layout.segment_alignment;
   if (layout.expected_m_per_group < 0) {
     fail("layout.expected_m_per_group", "must be non-negative (0: M_total / G)",
          std::to_string(layout.expected_m_per_group));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "moegemm/config.hpp"
+#include "moegemm/layouts.hpp"
 #include "moegemm/recipe.hpp"
 #include "moegemm/types.hpp"
 
@@ -81,6 +82,7 @@ struct GemmProblem {
   // M-grouped routing (device pointers, int32).
   const std::int32_t* routing = nullptr;  // contiguous: layout.index; masked: layout.valid_rows
   int expected_m = 0;                     // per-group rows hint, defaults resolved (never 0 unless m == 0)
+  int segment_alignment = kContiguousAlignment;  // contiguous group ends: where each expert's segment starts
 
   // K-grouped sizes (host) and where every expert's K starts in the concatenated K.
   std::vector<std::int64_t> ks;

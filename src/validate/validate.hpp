@@ -43,4 +43,9 @@ GemmProblem check_k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& 
 // Exposed for the planner, which re-checks a config it is handed by other paths.
 void check_config(const KernelConfig& config, bool fp8);
 
+// A contiguous layout's segment alignment (ContiguousLayout::segment_alignment, and the precompile queries'): a power
+// of two from 1 to kMaxSegmentAlignment for the group-ends form, the default for every other layout (nothing else
+// reads it). `argument` names it in the error.
+void check_segment_alignment(int alignment, bool group_ends, const std::string& argument);
+
 }  // namespace moegemm::validate

@@ -14,12 +14,13 @@ namespace {
 // split(pair, rank) gives a CTA's half of a pair tile, half_rows x half_cols (the rows or the columns of the pair
 // halved). Every half stays inside its pair's rows and columns and stores each valid element of the pair once.
 template <typename Split>
-void check_split(const SchedulerProblem& pair_problem, int half_rows, int half_cols, int num_clusters, Split split) {
+void check_split(const SchedulerProblem& pair_problem, int half_rows, int half_cols, int num_clusters, Split split,
+                 int segment_alignment = kGroupEndsAlignment) {
   const long long rows = flattened_rows(pair_problem);
   std::vector<int> owner(static_cast<std::size_t>(rows) * pair_problem.n, -1);
   std::vector<int> stamps(owner.size(), 0);
   for (int c = 0; c < num_clusters; ++c) {
-    TileIterator it(pair_problem, c, num_clusters);
+    TileIterator it(pair_problem, c, num_clusters, segment_alignment);
     TileWork pair;
     while (it.next(pair)) {
       for (int rank = 0; rank < 2; ++rank) {
@@ -45,7 +46,7 @@ void check_split(const SchedulerProblem& pair_problem, int half_rows, int half_c
   // Every row the pair-level scheduler considers valid is stamped exactly once (re-derive validity from a
   // single-CTA run of the same problem with the pair block size).
   std::vector<int> expected(owner.size(), 0);
-  TileIterator it(pair_problem, 0, 1);
+  TileIterator it(pair_problem, 0, 1, segment_alignment);
   TileWork pair;
   while (it.next(pair)) {
     for (int r = pair.row_begin; r < pair.row_limit; ++r) {
@@ -72,6 +73,7 @@ TEST(ClusterSplit, DenseMaskedAndGroupEndsAreCoveredExactlyOnce) {
     p.k = 128;
     p.band = 1 + static_cast<int>(rng() % 16);
     std::vector<int> routing;
+    int alignment = kGroupEndsAlignment;
     switch (trial % 3) {
       case 0:
         p.kind = GroupedKind::kDense;
@@ -87,9 +89,10 @@ TEST(ClusterSplit, DenseMaskedAndGroupEndsAreCoveredExactlyOnce) {
       default: {
         p.kind = GroupedKind::kContiguousGroupEnds;
         p.num_groups = 1 + static_cast<int>(rng() % 6);
+        alignment = (trial / 3) % 3 == 0 ? kGroupEndsAlignment : (trial / 3) % 3 == 1 ? 1 : 16;  // packed too
         int end = 0;
         for (int g = 0; g < p.num_groups; ++g) {
-          end = (end + 127) / 128 * 128 + static_cast<int>(rng() % 400);
+          end = (end + alignment - 1) / alignment * alignment + static_cast<int>(rng() % 400);
           routing.push_back(end);
         }
         p.rows = end + static_cast<int>(rng() % 100);
@@ -97,8 +100,9 @@ TEST(ClusterSplit, DenseMaskedAndGroupEndsAreCoveredExactlyOnce) {
       }
     }
     p.routing = routing.empty() ? nullptr : routing.data();
-    check_split(p, block_m, p.block_n, 1 + static_cast<int>(rng() % 7),
-                [&](const TileWork& pair, int rank) { return cluster_half(pair, rank, block_m); });
+    check_split(
+        p, block_m, p.block_n, 1 + static_cast<int>(rng() % 7),
+        [&](const TileWork& pair, int rank) { return cluster_half(pair, rank, block_m); }, alignment);
     if (HasFatalFailure()) return;
   }
 }

@@ -38,6 +38,7 @@ struct Case {
   int mn_major = 0;  // BF16: bit 0 A, bit 1 B
   int cluster_n = 1;
   int k_splits = 1;
+  int segment_alignment = kernels::kGroupEndsAlignment;  // group ends only
 };
 
 // A case's configuration with as many stages as fit, checked as the planner checks its own.
@@ -66,7 +67,7 @@ class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
 TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   const Case c = GetParam();
   const KernelConfig cfg = case_config(c);
-  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
+  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major, c.segment_alignment);
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
   ASSERT_FALSE(bin.cubin.empty());
   ASSERT_TRUE(bin.usage.known) << bin.log;
@@ -161,13 +162,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{128, 256, kernels::GroupedKind::kDense, 1, 4}, Case{128, 256, kernels::GroupedKind::kMasked, 1, 2},
         Case{128, 256, kernels::GroupedKind::kContiguousGroupEnds, 1, 2},
         Case{128, 256, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
-        Case{128, 256, kernels::GroupedKind::kMasked, 1, 2, 2}),
+        Case{128, 256, kernels::GroupedKind::kMasked, 1, 2, 2},
+        // Group ends with other segment alignments: packed tokens (1) on the FP8 contiguous plan's tiles, 64 on
+        // BF16's.
+        Case{256, 128, kernels::GroupedKind::kContiguousGroupEnds, 1, 0, 0, 1, 1, 1},
+        Case{128, 192, kernels::GroupedKind::kContiguousGroupEnds, 1, 0, 0, 1, 1, 1},
+        Case{128, 256, kernels::GroupedKind::kContiguousGroupEnds, 1, 2, 0, 1, 1, 64}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
              "_recipe" + std::to_string(info.param.recipe) + "_mn" + std::to_string(info.param.mn_major) +
              (info.param.cluster_n > 1 ? "_cn" + std::to_string(info.param.cluster_n) : std::string()) +
-             (info.param.k_splits > 1 ? "_ks" + std::to_string(info.param.k_splits) : std::string());
+             (info.param.k_splits > 1 ? "_ks" + std::to_string(info.param.k_splits) : std::string()) +
+             (info.param.segment_alignment != kernels::kGroupEndsAlignment
+                  ? "_sa" + std::to_string(info.param.segment_alignment)
+                  : std::string());
     });
 
 // BF16 dense and masked tiles of 6 or more stages keep one K block's WGMMAs in flight (wgmma.wait_group 1 in the K

@@ -71,6 +71,54 @@ TEST_F(Precompile, Bf16QueriesNameTheirRecipeAndMajors) {
   EXPECT_TRUE(fs::exists(kernels[0].path));
 }
 
+TEST_F(Precompile, GroupEndsQueriesNameTheirSegmentAlignment) {
+  // Packed segments compile their own kernel, named as the call with layout.segment_alignment = 1 looks it up.
+  const std::vector<PrecompiledKernel> packed =
+      precompile_fp8_gemm_nt(8192, 4096, 7168, 8, 0, GemmLayout::kContiguousGroupEnds, 1);
+  ASSERT_EQ(packed.size(), 1u);
+  EXPECT_EQ(packed[0].name, launch::gemm_kernel_key(packed[0].config, kernels::GroupedKind::kContiguousGroupEnds, 0,
+                                                    0, 1));
+  EXPECT_NE(packed[0].name.find("/sa1"), std::string::npos) << packed[0].name;
+  EXPECT_TRUE(fs::exists(packed[0].path));
+  // The default alignment keeps the kernel's name (and kernel) of before.
+  const std::vector<PrecompiledKernel> aligned = precompile_fp8_gemm_nt(8192, 4096, 7168, 8);
+  EXPECT_EQ(aligned[0].name, launch::gemm_kernel_key(aligned[0].config, kernels::GroupedKind::kContiguousGroupEnds));
+  EXPECT_EQ(aligned[0].name.find("/sa"), std::string::npos) << aligned[0].name;
+  // A BF16 query the same way.
+  Bf16PlanQuery q;
+  q.layout = GemmLayout::kContiguousGroupEnds;
+  q.m = 8192, q.n = 4096, q.k = 7168, q.num_groups = 8;
+  q.segment_alignment = 64;
+  const std::vector<PrecompiledKernel> bf16 = precompile_bf16_gemm(q);
+  ASSERT_EQ(bf16.size(), 1u);
+  EXPECT_NE(bf16[0].name.find("/sa64"), std::string::npos) << bf16[0].name;
+}
+
+TEST_F(Precompile, SegmentAlignmentIsCheckedAsTheCallChecksIt) {
+  auto expect_invalid = [](auto&& request, const std::string& part) {
+    try {
+      request();
+      ADD_FAILURE() << "expected an error containing: " << part;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  const jit::JitStats before = jit::jit_stats();
+  expect_invalid([] { precompile_fp8_gemm_nt(8192, 4096, 7168, 8, 0, GemmLayout::kContiguousGroupEnds, 3); },
+                 "segment_alignment: must be a power of two from 1 to 1024 (group ends), got 3");
+  // Masked (and a dense query, num_groups 1) do not read it.
+  expect_invalid([] { precompile_fp8_gemm_nt(8192, 4096, 7168, 8, 0, GemmLayout::kMasked, 64); },
+                 "segment_alignment: is read by the group-ends form only");
+  expect_invalid([] { precompile_fp8_gemm_nt(4096, 4096, 7168, 1, 0, GemmLayout::kContiguousGroupEnds, 1); },
+                 "segment_alignment: is read by the group-ends form only");
+  Bf16PlanQuery q;
+  q.m = 4096, q.n = 4096, q.k = 7168;
+  q.segment_alignment = 1;
+  expect_invalid([&] { precompile_bf16_gemm(q); }, "query.segment_alignment: is read by the group-ends form only");
+  EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
+}
+
 TEST_F(Precompile, RefusesBeforeCompilingWhenNothingWouldBeKept) {
   const jit::JitStats before = jit::jit_stats();
   // The request under `env` must throw kUnsupported with `reason` in its message.

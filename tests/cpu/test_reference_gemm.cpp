@@ -203,6 +203,37 @@ TEST(ReferenceMGrouped, GroupEndsLeavesGapRowsUnwritten) {
   }
 }
 
+TEST(ReferenceMGrouped, GroupEndsFollowTheSegmentAlignment) {
+  const std::int64_t groups = 4, n = 3, k = 5, m_total = 260;
+  const std::vector<std::int32_t> ends = {70, 70, 150, 200};  // expert 1 empty
+  const std::vector<double> a = random_doubles(at(m_total * k), 21);
+  const std::vector<double> b = random_doubles(at(groups * n * k), 22);
+  // Per alignment: each expert's first row (its end is ends[g], none clamped here).
+  const std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> cases = {
+      {1, {0, 70, 70, 150}},      // packed: every expert starts where the previous one ended
+      {64, {0, 128, 128, 192}},   // expert 1 starts at 128 > its end 70: empty, and its clamped end is 128
+      {16, {0, 80, 80, 160}},
+  };
+  for (const auto& [alignment, starts] : cases) {
+    const GroupedResult result = m_grouped_contiguous_group_ends(
+        m_total, n, k, MatrixRef::row_major(a.data(), k), {MatrixRef::row_major(b.data(), k), n * k}, groups,
+        ends.data(), alignment);
+    std::vector<int> owner(at(m_total), -1);
+    for (int g = 0; g < groups; ++g)
+      for (std::int64_t r = starts[at(g)]; r < ends[at(g)]; ++r) owner[at(r)] = g;
+    for (std::int64_t row = 0; row < m_total; ++row) {
+      const int g = owner[at(row)];
+      ASSERT_EQ(result.written[at(row)], g >= 0 ? 1 : 0) << "alignment " << alignment << ", row " << row;
+      if (g < 0) continue;
+      const std::vector<double> expected = naive_nt(a.data() + row * k, b.data() + g * n * k, 1, n, k);
+      for (std::int64_t j = 0; j < n; ++j) ASSERT_NEAR(result.d[at(row * n + j)], expected[at(j)], 1e-12) << row;
+    }
+  }
+  EXPECT_THROW(m_grouped_contiguous_group_ends(m_total, n, k, MatrixRef::row_major(a.data(), k),
+                                               {MatrixRef::row_major(b.data(), k), n * k}, groups, ends.data(), 0),
+               Error);
+}
+
 TEST(ReferenceMGrouped, GroupEndsAreClampedToStartAndTotal) {
   const std::int64_t groups = 3, n = 2, k = 3, m_total = 300;
   // Expert 1 ends before its aligned start (empty, its end becomes 128); expert 2 then starts at 128 and its end

@@ -30,6 +30,7 @@ struct Case {
   SchedulerProblem p;
   std::vector<int> routing;
   std::string name;
+  int segment_alignment = moegemm::kernels::kGroupEndsAlignment;  // group ends: the iterator's argument
 
   SchedulerProblem problem() const {
     SchedulerProblem q = p;
@@ -75,7 +76,8 @@ Expected expected_for(const Case& c) {
     case GroupedKind::kContiguousGroupEnds: {
       long long previous_end = 0;
       for (int g = 0; g < g_count; ++g) {
-        const long long start = std::min<long long>((previous_end + 127) / 128 * 128, p.rows);
+        const long long a = c.segment_alignment;
+        const long long start = std::min<long long>((previous_end + a - 1) / a * a, p.rows);
         const long long end = std::min<long long>(std::max<long long>(c.routing[g], start), p.rows);
         for (long long r = start; r < end; ++r) e.owner[r] = g;
         e.group_begin[g] = start;
@@ -122,9 +124,10 @@ std::string describe(const TileWork& w) {
          std::to_string(w.k_begin) + "+" + std::to_string(w.k_len) + "}";
 }
 
-std::vector<TileWork> run_cta(const SchedulerProblem& p, int cta, int num_ctas) {
+std::vector<TileWork> run_cta(const SchedulerProblem& p, int cta, int num_ctas,
+                              int segment_alignment = moegemm::kernels::kGroupEndsAlignment) {
   std::vector<TileWork> out;
-  TileIterator it(p, cta, num_ctas);
+  TileIterator it(p, cta, num_ctas, segment_alignment);
   TileWork w;
   while (it.next(w)) out.push_back(w);
   return out;
@@ -252,9 +255,9 @@ void check_grid(const Case& c, const Expected& e, const std::vector<TileWork>& o
       zero_stores(stamps.size(), 0);
   long long count = 0;
   for (int cta = 0; cta < num_ctas; ++cta) {
-    const std::vector<TileWork> seq = run_cta(p, cta, num_ctas);
+    const std::vector<TileWork> seq = run_cta(p, cta, num_ctas, c.segment_alignment);
     // A pure function of the inputs: the same again.
-    const std::vector<TileWork> again = run_cta(p, cta, num_ctas);
+    const std::vector<TileWork> again = run_cta(p, cta, num_ctas, c.segment_alignment);
     ASSERT_EQ(seq.size(), again.size());
     for (size_t j = 0; j < seq.size(); ++j) ASSERT_TRUE(same_work(seq[j], again[j])) << j;
     // CTA `cta` gets exactly items cta, cta + num_ctas, ... of the single-CTA order.
@@ -295,8 +298,9 @@ void check_grid(const Case& c, const Expected& e, const std::vector<TileWork>& o
 }
 
 // Producer and consumer each run their own iterator, at different paces: the sequences must match.
-void check_producer_consumer(const SchedulerProblem& p, int cta, int num_ctas, std::mt19937& rng) {
-  TileIterator producer(p, cta, num_ctas), consumer(p, cta, num_ctas);
+void check_producer_consumer(const SchedulerProblem& p, int segment_alignment, int cta, int num_ctas,
+                             std::mt19937& rng) {
+  TileIterator producer(p, cta, num_ctas, segment_alignment), consumer(p, cta, num_ctas, segment_alignment);
   std::vector<TileWork> queue;
   size_t consumed = 0;
   bool producer_done = false;
@@ -340,7 +344,7 @@ void check_case(const Case& c, std::mt19937& rng) {
   const SchedulerProblem p = c.problem();
   ASSERT_EQ(static_cast<long long>(e.owner.size()), moegemm::kernels::flattened_rows(p)) << c.name;
   // The single-CTA order: groups ascending, and inside each group the band rasterisation.
-  const std::vector<TileWork> order = run_cta(p, 0, 1);
+  const std::vector<TileWork> order = run_cta(p, 0, 1, c.segment_alignment);
   int previous_group = -1;
   int index_in_group = 0;
   for (const TileWork& w : order) {
@@ -361,7 +365,7 @@ void check_case(const Case& c, std::mt19937& rng) {
     if (::testing::Test::HasFatalFailure()) return;
   }
   for (int cta : {0, 1, 2}) {
-    check_producer_consumer(p, cta, 3, rng);
+    check_producer_consumer(p, c.segment_alignment, cta, 3, rng);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -491,6 +495,9 @@ TEST(Scheduler, GroupEndsRandom) {
     random_tiling(rng, c.p, {16, 32, 64, 128, 96, 256});
     c.p.num_groups = uniform(rng, 1, 10);
     c.p.rows = trial == 0 ? 0 : uniform(rng, 1, 1500);
+    // The default 128, packed tokens (1), and other powers of two, some above and below the tile's rows.
+    const int alignments[] = {128, 128, 1, 1, 2, 16, 64, 256, 1024};
+    c.segment_alignment = alignments[rng() % (sizeof(alignments) / sizeof(alignments[0]))];
     int end = 0;
     for (int g = 0; g < c.p.num_groups; ++g) {
       switch (rng() % 8) {
@@ -503,7 +510,7 @@ TEST(Scheduler, GroupEndsRandom) {
       }
       c.routing.push_back(end);
     }
-    c.name = shape_name("group ends", trial, c.p);
+    c.name = shape_name("group ends", trial, c.p) + ", segment alignment " + std::to_string(c.segment_alignment);
     check_case(c, rng);
     if (HasFatalFailure()) return;
   }
@@ -710,6 +717,33 @@ TEST(Scheduler, MalformedProblemsYieldNothing) {
   p = good;
   p.kind = GroupedKind::kDense;  // dense with G != 1
   EXPECT_TRUE(run_cta(p, 0, 1).empty());
+  // Group ends: the segment alignment must be a power of two from 1 to kMaxSegmentAlignment.
+  std::vector<int> ends = {5, 8};
+  SchedulerProblem ge = good;
+  ge.kind = GroupedKind::kContiguousGroupEnds;
+  ge.routing = ends.data();
+  ASSERT_EQ(run_cta(ge, 0, 1, 1).size(), 2u);
+  for (int bad : {0, -128, 3, 96, 2 * moegemm::kernels::kMaxSegmentAlignment}) {
+    EXPECT_TRUE(run_cta(ge, 0, 1, bad).empty()) << "segment_alignment " << bad;
+  }
+  // Other layouts do not read it.
+  EXPECT_EQ(run_cta(good, 0, 1, 0).size(), 2u);
+}
+
+// Near INT_MAX rows the rounding of a segment's start must not overflow: it stays at the rows' end.
+TEST(Scheduler, SegmentBeginNeverPassesTheRows) {
+  using moegemm::kernels::segment_begin;
+  EXPECT_EQ(segment_begin(0, 128, 1000), 0);
+  EXPECT_EQ(segment_begin(1, 128, 1000), 128);
+  EXPECT_EQ(segment_begin(200, 1, 1000), 200);
+  EXPECT_EQ(segment_begin(200, 64, 1000), 256);
+  EXPECT_EQ(segment_begin(999, 1024, 1000), 1000);
+  EXPECT_EQ(segment_begin(INT_MAX - 5, 1024, INT_MAX), INT_MAX);
+  EXPECT_EQ(segment_begin(INT_MAX, 1, INT_MAX), INT_MAX);
+  EXPECT_EQ(segment_begin(0, 1024, INT_MAX), 0);
+  // An alignment the layout refuses: every segment starts (and ends) at the rows' end.
+  EXPECT_EQ(segment_begin(0, 3, 1000), 1000);
+  EXPECT_EQ(segment_begin(0, 0, 1000), 1000);
 }
 
 }  // namespace

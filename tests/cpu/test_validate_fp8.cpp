@@ -364,6 +364,28 @@ TEST(ValidateFp8, LayoutFormMustBeKnown) {
   EXPECT_INVALID(run_contiguous(x), "layout.form: must be kRowToGroup or kGroupEnds, got 7");
 }
 
+TEST(ValidateFp8, GroupEndsTakeAPowerOfTwoSegmentAlignment) {
+  auto x = fp8_contiguous();
+  x.contiguous.form = ContiguousLayout::Form::kGroupEnds;
+  x.contiguous.index = TensorView::contiguous(fake(kIndex), DType::kInt32, {4});
+  EXPECT_EQ(run_contiguous(x).segment_alignment, kContiguousAlignment);  // the default
+  for (int alignment : {1, 2, 64, 256, kMaxSegmentAlignment}) {
+    x.contiguous.segment_alignment = alignment;
+    EXPECT_EQ(run_contiguous(x).segment_alignment, alignment);
+  }
+  for (int alignment : {0, -128, 3, 96, 2 * kMaxSegmentAlignment}) {
+    x.contiguous.segment_alignment = alignment;
+    EXPECT_INVALID(run_contiguous(x), "layout.segment_alignment: must be a power of two from 1 to 1024 (group ends)",
+                   "got " + std::to_string(alignment));
+  }
+}
+
+TEST(ValidateFp8, RowToGroupKeepsTheDefaultSegmentAlignment) {
+  auto x = fp8_contiguous();
+  x.contiguous.segment_alignment = 64;
+  EXPECT_INVALID(run_contiguous(x), "layout.segment_alignment: is read by the group-ends form only", "got 64");
+}
+
 TEST(ValidateFp8, ExpectedMPerGroupMustBeNonNegative) {
   auto x = fp8_contiguous();
   x.contiguous.expected_m_per_group = -1;

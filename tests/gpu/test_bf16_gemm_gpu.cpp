@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -498,6 +499,69 @@ KernelConfig bf16_config(int bm, int bn, int stages, int cluster_m = 1, int clus
   c.cluster_m = cluster_m;
   c.cluster_n = cluster_n;
   return c;
+}
+
+// Group ends with segments starting anywhere (segment_alignment 1, packed) or at multiples of 64: tiles start
+// mid-block and stop at their expert's end; the planner's tile and forced ones (128x256 and 256x128 with TMA
+// stores, 64-row tiles with an MN-major B, a multicast pair). Exact against the float64 oracle (BF16 inputs).
+TEST(Bf16ForcedConfigsGpu, ContiguousGroupEndsWithAnySegmentAlignment) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  const int groups = 6, n = 384, k = 320;
+  const std::vector<int> sizes = {200, 0, 1, 129, 256, 70};
+  for (int alignment : {1, 64}) {
+    std::vector<int> ends;
+    int start = 0;
+    for (int s : sizes) {
+      ends.push_back(start + s);
+      start = (start + s + alignment - 1) / alignment * alignment;
+    }
+    const int m_total = ends.back() + 21;
+    Bf16Tensor a(static_cast<std::size_t>(m_total) * k, rng, 1.0f),
+        b(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);
+    Bf16Tensor b_mn(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);  // B as [G, K, N]
+    DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2), idx(groups * sizeof(int));
+    idx.upload(ends);
+    ContiguousLayout layout;
+    layout.form = ContiguousLayout::Form::kGroupEnds;
+    layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {groups});
+    layout.segment_alignment = alignment;
+    const TensorView av = TensorView::contiguous(a.device.get(), DType::kBFloat16, {m_total, k});
+    const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n});
+    const auto want_k = ref::m_grouped_contiguous_group_ends(
+        m_total, n, k, ref::MatrixRef::row_major(a.values.data(), k),
+        {ref::MatrixRef::row_major(b.values.data(), k), static_cast<std::int64_t>(n) * k}, groups, ends.data(),
+        alignment);
+    // B MN-major: element (n, k) of expert g at g * K * N + k * N + n.
+    const auto want_mn = ref::m_grouped_contiguous_group_ends(
+        m_total, n, k, ref::MatrixRef::row_major(a.values.data(), k),
+        {ref::MatrixRef{b_mn.values.data(), 1, n}, static_cast<std::int64_t>(n) * k}, groups, ends.data(),
+        alignment);
+    struct Run {
+      std::optional<KernelConfig> config;
+      bool b_mn_major;
+    };
+    const std::vector<Run> runs = {{std::nullopt, false}, {bf16_config(128, 256, 3), false},
+                                   {bf16_config(256, 128, 3), false}, {bf16_config(64, 128, 6), true},
+                                   {bf16_config(128, 192, 4, 2), false}};
+    for (const Run& run : runs) {
+      const std::string what = "segment alignment " + std::to_string(alignment) + ", " +
+                               (run.config ? run.config->to_string() : std::string("planner")) +
+                               (run.b_mn_major ? ", B MN-major" : "");
+      GemmOptions options;
+      options.config = run.config ? &*run.config : nullptr;
+      const TensorView bv =
+          run.b_mn_major ? TensorView::strided(b_mn.device.get(), DType::kBFloat16, {groups, n, k},
+                                               {static_cast<std::int64_t>(n) * k, 1, n})
+                         : TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k});
+      d.fill_bytes(0xFF);
+      m_grouped_bf16_gemm_contiguous(av, bv, dv, layout, nullptr, options);
+      MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
+      expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n),
+                  run.b_mn_major ? want_mn : want_k, n, what.c_str());
+      EXPECT_TRUE(d.guard_intact()) << what;
+    }
+  }
 }
 
 // Pairs sharing B along M (2x1) or A along N (1x2), 256-row tiles (two accumulators per warpgroup) and 256-wide

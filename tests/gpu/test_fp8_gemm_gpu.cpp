@@ -521,7 +521,8 @@ TEST(Fp8MaskedGpu, PrecompiledKernelLoadsInsideACaptureWithoutAnEagerCall) {
 // ---- contiguous ------------------------------------------------------------------------------------------------
 
 void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index, bool group_ends, int m_total,
-                         std::mt19937& rng, const char* what, const KernelConfig* config = nullptr) {
+                         std::mt19937& rng, const char* what, const KernelConfig* config = nullptr,
+                         int segment_alignment = kContiguousAlignment) {
   Fp8Operands ops(1, m_total, n, k, groups, rng);
   DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2);
   d.fill_bytes(0xFF);
@@ -530,6 +531,7 @@ void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index
   ContiguousLayout layout;
   layout.form = group_ends ? ContiguousLayout::Form::kGroupEnds : ContiguousLayout::Form::kRowToGroup;
   layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {static_cast<std::int64_t>(index.size())});
+  layout.segment_alignment = segment_alignment;
   GemmOptions opt;
   opt.config = config;
   m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(),
@@ -541,10 +543,24 @@ void run_contiguous_case(int groups, int n, int k, const std::vector<int>& index
   const auto db = ref::dequantize(ops.b);
   const ref::MatrixRef ar = ref::MatrixRef::row_major(da.data(), k);
   const ref::BatchedMatrixRef br{ref::MatrixRef::row_major(db.data(), k), static_cast<std::int64_t>(n) * k};
-  const auto want = group_ends ? ref::m_grouped_contiguous_group_ends(m_total, n, k, ar, br, groups, index.data())
+  const auto want = group_ends ? ref::m_grouped_contiguous_group_ends(m_total, n, k, ar, br, groups, index.data(),
+                                                                     segment_alignment)
                                : ref::m_grouped_contiguous_row_to_group(m_total, n, k, ar, br, groups, index.data());
   expect_rows_match(got, want, n, what);
   EXPECT_TRUE(d.guard_intact()) << what;
+}
+
+// Running-sum ends of experts of `sizes` rows whose segments start at multiples of `alignment`; `m_total` gets the
+// rows they need plus `tail` rows no expert owns.
+std::vector<int> group_ends_for(const std::vector<int>& sizes, int alignment, int tail, int& m_total) {
+  std::vector<int> ends;
+  int start = 0;
+  for (int s : sizes) {
+    ends.push_back(start + s);
+    start = (start + s + alignment - 1) / alignment * alignment;
+  }
+  m_total = ends.empty() ? tail : ends.back() + tail;
+  return ends;
 }
 
 TEST(Fp8ContiguousGpu, GroupEndsWithGapsAndEmptyExperts) {
@@ -579,6 +595,77 @@ TEST(Fp8ContiguousGpu, GroupEndsWithTmaStoresAndTallTiles) {
     run_contiguous_case(static_cast<int>(sizes.size()), 384, 640, ends, true, start + 64, rng,
                         ("group ends, " + config_name(cfg)).c_str(), &cfg);
   }
+}
+
+// Segments that start anywhere (layout.segment_alignment 1: tokens packed with no padding rows; 16 and 64 too):
+// tiles start mid-block, a block of rows holds the end of one expert and the start of the next, and each tile's
+// stores stop at its expert's end. Expert sizes around waves and tiles, empty ones among them; the planner's tile
+// and forced ones (256-row, TMA stores on 64-wide boxes, threads' stores, a multicast pair).
+TEST(Fp8ContiguousGpu, GroupEndsWithAnySegmentAlignment) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(58);
+  const std::vector<int> sizes = {300, 0, 1, 129, 64, 256, 65, 383, 7};
+  for (int alignment : {1, 16, 64}) {
+    int m_total = 0;
+    const std::vector<int> ends = group_ends_for(sizes, alignment, 37, m_total);
+    const std::string what = "segment alignment " + std::to_string(alignment);
+    run_contiguous_case(static_cast<int>(sizes.size()), 384, 640, ends, true, m_total, rng, what.c_str(), nullptr,
+                        alignment);
+    for (const KernelConfig& cfg : {tile_config(256, 128, 3), tile_config(128, 192, 4), tile_config(64, 128, 6),
+                                    tile_config(128, 128, 4, 2)}) {
+      run_contiguous_case(static_cast<int>(sizes.size()), 384, 640, ends, true, m_total, rng,
+                          (what + ", " + config_name(cfg)).c_str(), &cfg, alignment);
+    }
+  }
+}
+
+// Packed segments under a CUDA graph: captured once, replayed after the ends changed in place (other sizes, the
+// same M_total), equal to an eager call bit for bit and to the oracle; the rows no expert owns keep their poison.
+TEST(Fp8ContiguousGpu, PackedGroupEndsGraphReplayAfterEndsChange) {
+  MOEGEMM_REQUIRE_GPU();
+  std::mt19937 rng(59);
+  const int groups = 5, n = 512, k = 768, m_total = 700;
+  Fp8Operands ops(1, m_total, n, k, groups, rng);
+  const std::vector<int> ends1 = {100, 100, 357, 600, 690};
+  const std::vector<int> ends2 = {3, 250, 251, 400, 650};
+  DeviceBuffer d(static_cast<std::size_t>(m_total) * n * 2), idx(groups * sizeof(int));
+  idx.upload(ends1);
+  ContiguousLayout layout;
+  layout.form = ContiguousLayout::Form::kGroupEnds;
+  layout.index = TensorView::contiguous(idx.get(), DType::kInt32, {groups});
+  layout.segment_alignment = 1;
+  const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n});
+  cudaStream_t stream;
+  MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, stream);  // compiles
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+  idx.upload(ends2);
+  d.fill_bytes(0xFF);
+  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto replayed = d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n);
+  d.fill_bytes(0xFF);
+  m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, stream);
+  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto eager = d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n);
+  EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), eager.size() * 2)) << "replay differs from eager";
+  const auto da = ref::dequantize(ops.a);
+  const auto db = ref::dequantize(ops.b);
+  const auto want = ref::m_grouped_contiguous_group_ends(
+      m_total, n, k, ref::MatrixRef::row_major(da.data(), k),
+      {ref::MatrixRef::row_major(db.data(), k), static_cast<std::int64_t>(n) * k}, groups, ends2.data(), 1);
+  expect_rows_match(replayed, want, n, "packed group ends, graph replay");
+  EXPECT_TRUE(d.guard_intact());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 // The same for masked slabs: counts at, around and past each wave and tile boundary, capacities that are no tile

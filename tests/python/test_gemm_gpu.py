@@ -143,6 +143,48 @@ def test_m_grouped_fp8_contiguous(use_psum_layout):
         start += aligned[i]
 
 
+@pytest.mark.parametrize("segment_alignment", [1, 32])
+def test_group_ends_with_a_segment_alignment(segment_alignment):
+    """moegemm's own API (through its torch ops): experts' tokens packed with no padding rows (1), or at multiples
+    of 32; FP8 and BF16, the rows no expert owns left as they were."""
+    from moegemm import torch_ops
+    g, n, k = 5, 512, 1024
+    sizes = [200, 0, 1, 129, 75]
+    ends, start = [], 0
+    for rows in sizes:
+        ends.append(start + rows)
+        start = deep_gemm.align(start + rows, segment_alignment)
+    m_total = ends[-1] + 9
+    starts = [0] + [deep_gemm.align(e, segment_alignment) for e in ends[:-1]]
+    index = torch.tensor(ends, dtype=torch.int32, device="cuda")
+    a, b = randn(m_total, k), randn(g, n, k)
+    owned = torch.zeros(m_total, dtype=torch.bool, device="cuda")
+    for s0, e in zip(starts, ends):
+        owned[s0:e] = True
+
+    a_fp8 = deep_gemm.per_token_cast_to_fp8(a)
+    b_q = [deep_gemm.per_block_cast_to_fp8(b[i]) for i in range(g)]
+    b_fp8 = (torch.stack([q for q, _ in b_q]), torch.stack([s for _, s in b_q]))
+    d = poisoned(torch, (m_total, n), torch.bfloat16)
+    torch_ops.m_grouped_fp8_gemm_nt_contiguous(a_fp8[0], deep_gemm.get_mn_major_tma_aligned_tensor(a_fp8[1]),
+                                               b_fp8[0], b_fp8[1], d, index, True, 0, segment_alignment)
+    a64 = dequantize_per_token(*a_fp8)
+    for i, (s0, e) in enumerate(zip(starts, ends)):
+        if e > s0:
+            assert_close(d[s0:e], a64[s0:e] @ dequantize_per_block(b_fp8[0][i], b_fp8[1][i]).T, FP8_EXACT)
+    assert d[~owned].isnan().all(), "rows no expert owns must not be written"
+
+    d = poisoned(torch, (m_total, n), torch.bfloat16)
+    torch_ops.m_grouped_bf16_gemm_contiguous(a, b, d, index, True, 0, segment_alignment)
+    for i, (s0, e) in enumerate(zip(starts, ends)):
+        if e > s0:
+            assert_close(d[s0:e], a[s0:e].double() @ b[i].double().T, BF16)
+    assert d[~owned].isnan().all(), "rows no expert owns must not be written"
+
+    with pytest.raises(ValueError, match=r"layout.segment_alignment: must be a power of two from 1 to 1024"):
+        moegemm.m_grouped_bf16_gemm_contiguous(a, b, d, index, group_ends=True, segment_alignment=24)
+
+
 @pytest.mark.parametrize("capacity", [256, 200])
 def test_m_grouped_fp8_masked_writes_only_valid_rows(capacity):
     g, n, k = 4, 1024, 2048

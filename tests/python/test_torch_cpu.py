@@ -249,3 +249,10 @@ def test_compile_traces_grouped_gemms_without_graph_breaks():
     for name in ("m_grouped_bf16_gemm_contiguous", "m_grouped_bf16_gemm_masked", "m_grouped_fp8_gemm_nt_masked",
                  "k_grouped_bf16_gemm_tn_accumulate"):
         assert getattr(torch.ops.moegemm, name).default in targets, name
+
+
+def test_contiguous_ops_take_the_segment_alignment_with_the_default_of_the_c_api():
+    for op in (torch.ops.moegemm.m_grouped_fp8_gemm_nt_contiguous, torch.ops.moegemm.m_grouped_bf16_gemm_contiguous):
+        schema = str(op.default._schema)
+        assert f"segment_alignment={moegemm.CONTIGUOUS_ALIGNMENT}" in schema, schema
+    assert moegemm.MAX_SEGMENT_ALIGNMENT == 1024
