@@ -64,20 +64,21 @@ std::string compact_config(const moegemm::KernelConfig& config) {
 namespace {
 
 // The row's planner query, handed to its family's function: `fp8_nt` (plan_ or precompile_fp8_gemm_nt's
-// arguments), `wgrad` (..._fp8_gemm_wgrad's) or `bf16` (a Bf16PlanQuery).
+// arguments, the segment alignment last), `wgrad` (..._fp8_gemm_wgrad's) or `bf16` (a Bf16PlanQuery).
 template <typename Fp8Nt, typename Wgrad, typename Bf16>
 auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
   const auto i = [](std::int64_t v) { return static_cast<int>(v); };
   switch (c.family) {
     case Family::kFp8Dense:
-      return fp8_nt(i(c.m), i(c.n), i(c.k), 1, 0, moegemm::GemmLayout::kContiguousGroupEnds);
+      return fp8_nt(i(c.m), i(c.n), i(c.k), 1, 0, moegemm::GemmLayout::kContiguousGroupEnds, 128);
     case Family::kFp8Contiguous:
     case Family::kFp8Masked:
       // The calls pass expected rows per expert as the layout's hint, which is what the planner sizes tiles by.
       return fp8_nt(i(c.expected * c.groups), i(c.n), i(c.k), c.groups, i(c.expected),
                     c.family == Family::kFp8Masked ? moegemm::GemmLayout::kMasked
                     : c.group_ends                 ? moegemm::GemmLayout::kContiguousGroupEnds
-                                                   : moegemm::GemmLayout::kContiguousRowToGroup);
+                                                   : moegemm::GemmLayout::kContiguousRowToGroup,
+                    c.family == Family::kFp8Contiguous && c.group_ends ? c.segment_alignment : 128);
     case Family::kFp8Wgrad:
       return wgrad(i(c.m), i(c.n), i(c.k), 1);
     case Family::kFp8KGrouped:
@@ -104,6 +105,7 @@ auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
   } else if (c.family == Family::kBf16Contiguous) {
     q.layout = c.group_ends ? moegemm::GemmLayout::kContiguousGroupEnds : moegemm::GemmLayout::kContiguousRowToGroup;
     q.m = i(c.expected * c.groups);
+    if (c.group_ends) q.segment_alignment = c.segment_alignment;
   } else if (c.family == Family::kBf16Masked) {
     q.layout = moegemm::GemmLayout::kMasked;
     q.m = i(c.capacity * c.groups);
@@ -119,7 +121,8 @@ auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
 std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
   return with_query(
       c,
-      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l) {
+      // The plan does not depend on the segment alignment (the kernel does: precompile_row).
+      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l, int) {
         return moegemm::plan_fp8_gemm_nt(m, n, k, g, e, l);
       },
       [](int m, int n, int k, int g) { return moegemm::plan_fp8_gemm_wgrad(m, n, k, g); },
@@ -138,8 +141,8 @@ std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::opt
 std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c) {
   return with_query(
       c,
-      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l) {
-        return moegemm::precompile_fp8_gemm_nt(m, n, k, g, e, l);
+      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l, int segment_alignment) {
+        return moegemm::precompile_fp8_gemm_nt(m, n, k, g, e, l, segment_alignment);
       },
       [](int m, int n, int k, int g) { return moegemm::precompile_fp8_gemm_wgrad(m, n, k, g); },
       [](const moegemm::Bf16PlanQuery& q) { return moegemm::precompile_bf16_gemm(q); });

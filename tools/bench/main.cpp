@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -38,6 +39,7 @@ struct Options {
   std::string json_path;
   std::string commit;
   std::string rows;  // keep only rows whose label contains this text (empty: all)
+  int segment_alignment = 0;  // --segment-alignment (0: the default 128)
   bool list = false;
   bool precompile = false;
   bool probe = false;
@@ -48,7 +50,7 @@ const char* kUsage =
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
     "                     [--rows TEXT] [--interleave] [--kernel-time] [--max-sms N] [--list] [--precompile]\n"
-    "                     [--probe]\n"
+    "                     [--probe] [--segment-alignment N]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -70,6 +72,8 @@ const char* kUsage =
     "                   on every moegemm call of the run\n"
     "  --band N         force the tile order's rasterisation band (N m-blocks per band; docs/scheduler.md) on\n"
     "                   every moegemm call, on --config's configuration or else on the planner's for each row\n"
+    "  --segment-alignment N  contiguous rows in the group-ends form start each expert's rows at multiples of\n"
+    "                   N (a power of two from 1 to 1024; 1: tokens packed with no padding rows) instead of 128\n"
     "  --print-config   show the planner's configuration for each row (with --list: no GPU needed)\n"
     "  --rows TEXT      run only the suite rows whose label contains TEXT (e.g. \"G=32 exp=192\"); a row\n"
     "                   keeps the inputs it has in the whole suite\n"
@@ -142,6 +146,12 @@ Options parse(int argc, char** argv) {
       o.settings.check_budget = std::stod(value());
     } else if (arg == "--config") {
       o.settings.config = parse_config(value());
+    } else if (arg == "--segment-alignment") {
+      o.segment_alignment = static_cast<int>(to_integer(arg, value()));
+      if (o.segment_alignment < 1 || o.segment_alignment > moegemm::kMaxSegmentAlignment ||
+          (o.segment_alignment & (o.segment_alignment - 1)) != 0) {
+        throw std::invalid_argument("--segment-alignment: must be a power of two from 1 to 1024");
+      }
     } else if (arg == "--band") {
       o.settings.raster_band = static_cast<int>(to_integer(arg, value()));
       if (o.settings.raster_band < 1) throw std::invalid_argument("--band: must be at least 1");
@@ -225,8 +235,14 @@ int main(int argc, char** argv) {
     options = parse(argc, argv);
     for (const std::string& suite : options.suites) {
       for (Case& c : build_suite(suite, options.shape, options.seed)) {
+        if (options.segment_alignment > 0 && c.group_ends) c.segment_alignment = options.segment_alignment;
         if (c.label().find(options.rows) != std::string::npos) cases.push_back(std::move(c));
       }
+    }
+    if (options.segment_alignment > 0 &&
+        std::none_of(cases.begin(), cases.end(), [](const Case& c) { return c.group_ends; })) {
+      throw std::invalid_argument("--segment-alignment: no chosen row uses the group-ends form (contiguous rows "
+                                  "labelled \"ends\")");
     }
     if (cases.empty()) throw std::invalid_argument("--rows: no row of the chosen suites contains \"" + options.rows + "\"");
     if (options.settings.max_sms > 0) moegemm::set_num_sms(options.settings.max_sms);

@@ -22,6 +22,7 @@ constexpr double kBf16Threshold = 1e-5;
 
 I64 ceil128(I64 x) { return (x + 127) / 128; }
 I64 align128(I64 x) { return ceil128(x) * 128; }
+I64 align_to(I64 x, I64 alignment) { return (x + alignment - 1) / alignment * alignment; }
 I64 tma_ld(I64 rows) { return moegemm::tma_aligned_size(rows, 4); }
 
 template <typename T>
@@ -287,7 +288,7 @@ void fp8_wgrad(Problem& p, const Case& c, const CallOptions& o, cudaStream_t str
 }
 
 // Expert segments of the contiguous layout: rows [start, start + size) valid, then padding to the next multiple
-// of 128; total is M_total.
+// of the case's segment alignment (128 but for group ends with --segment-alignment); total is M_total.
 struct Segments {
   std::vector<I64> start, size;
   I64 total = 0;
@@ -298,7 +299,7 @@ Segments contiguous_segments(const Case& c, std::mt19937_64& rng) {
   for (I64 size : draw_sizes(c.groups, c.expected, rng)) {
     s.start.push_back(s.total);
     s.size.push_back(size);
-    s.total += align128(size);
+    s.total += align_to(size, c.segment_alignment);
   }
   return s;
 }
@@ -310,10 +311,13 @@ moegemm::ContiguousLayout contiguous_layout(Problem& p, const Case& c, const Seg
   layout.expected_m_per_group = static_cast<int>(c.expected);
   const auto pad_kind = static_cast<std::int8_t>(c.group_ends ? RowKind::kUntouched : RowKind::kZero);
   for (I64 g = 0; g < c.groups; ++g) {
-    for (I64 r = s.start[g] + s.size[g]; r < s.start[g] + align128(s.size[g]); ++r) p.row_kinds[r] = pad_kind;
+    for (I64 r = s.start[g] + s.size[g]; r < s.start[g] + align_to(s.size[g], c.segment_alignment); ++r) {
+      p.row_kinds[r] = pad_kind;
+    }
   }
   if (c.group_ends) {
     layout.form = moegemm::ContiguousLayout::Form::kGroupEnds;
+    layout.segment_alignment = c.segment_alignment;
     std::vector<std::int32_t> ends;
     for (I64 g = 0; g < c.groups; ++g) ends.push_back(static_cast<std::int32_t>(s.start[g] + s.size[g]));
     layout.index = TensorView::contiguous(upload(p, ends, stream), DType::kInt32, {c.groups});

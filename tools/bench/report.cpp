@@ -288,7 +288,8 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
     os << (i == 0 ? "\n" : ",\n") << "    {\"suite\": " << json_string(c.suite)
        << ", \"label\": " << json_string(c.label()) << ", \"m\": " << c.m << ", \"n\": " << c.n << ", \"k\": " << c.k
        << ", \"groups\": " << c.groups << ", \"expected\": " << c.expected << ", \"capacity\": " << c.capacity
-       << ", \"group_ends\": " << (c.group_ends ? "true" : "false") << ", \"d\": \"" << (c.d_f32 ? "fp32" : "bf16")
+       << ", \"group_ends\": " << (c.group_ends ? "true" : "false")
+       << ", \"segment_alignment\": " << c.segment_alignment << ", \"d\": \"" << (c.d_f32 ? "fp32" : "bf16")
        << "\", \"accumulate\": " << (c.accumulate ? "true" : "false")
        << ", \"in_place\": " << (c.in_place ? "true" : "false")
        << ", \"a_mn_major\": " << (c.a_mn_major ? "true" : "false")

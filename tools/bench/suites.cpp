@@ -257,6 +257,7 @@ std::string Case::label() const {
     case Family::kFp8Contiguous:
     case Family::kBf16Contiguous:
       out = "G=" + s(groups) + " exp=" + s(expected) + " n=" + s(n) + " k=" + s(k) + (group_ends ? " ends" : " idx");
+      if (group_ends && segment_alignment != 128) out += " sa" + s(segment_alignment);
       break;
     case Family::kFp8Masked:
     case Family::kBf16Masked:

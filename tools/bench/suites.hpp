@@ -29,6 +29,7 @@ struct Case {
   std::int64_t expected = 0;  // grouped: expected rows (M-grouped) or tokens (K-grouped) per expert
   std::int64_t capacity = 0;  // masked: rows per expert slab
   bool group_ends = false;    // contiguous: the kGroupEnds ("psum") index form, else kRowToGroup
+  int segment_alignment = 128;  // group ends: where each expert's rows start (--segment-alignment; 1: packed)
   bool d_f32 = false;         // FP32 D (else BF16)
   bool accumulate = false;    // D = C + A B^T
   bool in_place = false;      // D = D + A B^T: C is D itself (D holds C's values before each checked call)

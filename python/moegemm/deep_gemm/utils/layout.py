@@ -124,9 +124,10 @@ def get_theoretical_mk_alignment_for_contiguous_layout(expected_m: Optional[int]
 
 
 def set_mk_alignment_for_contiguous_layout(alignment: int) -> None:
-    """Set the alignment callers pad expert segments (and K-grouped K) to. The kernels need segments to start at
-    multiples of 128, so any positive multiple of 128 is accepted and anything else is refused (the anchor accepts
-    any value and then computes with it as a tile size)."""
+    """Set the alignment callers pad expert segments (and K-grouped K) to. The drop-in's psum layout starts segments
+    at multiples of 128, as the anchor's SM90 kernels do, so any positive multiple of 128 is accepted and anything
+    else is refused (the anchor accepts any value and then computes with it as a tile size). Packed or 64-aligned
+    segments: moegemm's own API, segment_alignment (docs/layouts.md)."""
     global _mk_alignment
     if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment <= 0 or alignment % _SM90_ALIGNMENT:
         raise invalid(f"alignment: must be a positive multiple of {_SM90_ALIGNMENT}, got {alignment!r}")
