@@ -250,9 +250,10 @@ struct SegmentAlignment<0> {
 // the problem (the host and the CPU tests).
 //
 // The group-ends layout's segment alignment (where each expert's rows start) is a kernel constant too:
-// kSegmentAlignment, or with 0 the constructor's argument. As a run-time value the group-ends kernels kept it in a
-// register and spilled more (256x128: 0 -> 8 bytes), and as a field of the problem it moved code in every kernel.
-// A value that is not a power of two from 1 to kMaxSegmentAlignment yields no tiles.
+// kSegmentAlignment, or with 0 the constructor's argument. Read at run time from a field of the problem, it moved
+// the code of every kernel and the group-ends kernels spilled more (256x128: 0 -> 8 bytes; docs/results/
+// 2026-12-05-packed-group-ends-prepared.md). A value that is not a power of two from 1 to kMaxSegmentAlignment
+// yields no tiles.
 template <int kKind = -1, int kBlockM = 0, int kBlockN = 0, int kSegmentAlignment = 0>
 class TileIteratorFor {
   static_assert(kSegmentAlignment == 0 || is_segment_alignment(kSegmentAlignment),

@@ -71,6 +71,38 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// `call(stream)` run once eagerly (which compiles and loads its kernels), then captured into a CUDA graph and
+// instantiated; replay() launches the graph on the stream and waits for it. CUDA errors throw (cuda_check).
+class CapturedCall {
+ public:
+  template <typename Call>
+  CapturedCall(cudaStream_t stream, Call call) : stream_(stream) {
+    call(stream);
+    cuda_check(cudaStreamSynchronize(stream), "the eager call before the capture");
+    cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    call(stream);
+    cuda_check(cudaStreamEndCapture(stream, &graph_), "cudaStreamEndCapture");
+    cuda_check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
+  }
+  ~CapturedCall() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+  CapturedCall(const CapturedCall&) = delete;
+  CapturedCall& operator=(const CapturedCall&) = delete;
+
+  cudaGraphExec_t exec() const { return exec_; }
+  void replay() {
+    cuda_check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+    cuda_check(cudaStreamSynchronize(stream_), "the replay");
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // A forced tile configuration (GemmOptions::config): block_m x block_n x block_k with `stages` stages, the math
 // warpgroups block_m implies, no cluster, no K split.
 inline KernelConfig tile_config(int block_m, int block_n, int block_k, int stages) {

@@ -20,6 +20,7 @@
 namespace moegemm {
 namespace {
 
+using testing::CapturedCall;
 using testing::DeviceBuffer;
 namespace ref = reference;
 
@@ -447,21 +448,15 @@ TEST(Fp8MaskedGpu, GraphReplayAfterCountsChangeMatchesEager) {
   const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n});
   cudaStream_t stream;
   MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  // Warm up (compiles), then capture.
-  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, stream);
-  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-
-  // New routing written in place, then replay.
-  cnt.upload(counts2);
-  expect_masked_replay_matches_eager(exec, stream, d, ops, dv, layout, groups, cap, n, k, counts2, "graph replay");
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  {
+    CapturedCall captured(stream, [&](cudaStream_t s) {
+      m_grouped_fp8_gemm_nt_masked(ops.a_operand_3d(), ops.b_operand(), dv, layout, s);
+    });
+    // New routing written in place, then replay.
+    cnt.upload(counts2);
+    expect_masked_replay_matches_eager(captured.exec(), stream, d, ops, dv, layout, groups, cap, n, k, counts2,
+                                       "graph replay");
+  }
   cudaStreamDestroy(stream);
 }
 
@@ -637,19 +632,12 @@ TEST(Fp8ContiguousGpu, PackedGroupEndsGraphReplayAfterEndsChange) {
   const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {m_total, n});
   cudaStream_t stream;
   MOEGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, stream);  // compiles
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  MOEGEMM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, stream);
-  MOEGEMM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  MOEGEMM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-
+  CapturedCall captured(stream, [&](cudaStream_t s) {
+    m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, s);
+  });
   idx.upload(ends2);
   d.fill_bytes(0xFF);
-  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  captured.replay();
   const auto replayed = d.download_as<std::uint16_t>(static_cast<std::size_t>(m_total) * n);
   d.fill_bytes(0xFF);
   m_grouped_fp8_gemm_nt_contiguous(ops.a_operand_2d(), ops.b_operand(), dv, layout, stream);
@@ -663,9 +651,7 @@ TEST(Fp8ContiguousGpu, PackedGroupEndsGraphReplayAfterEndsChange) {
       {ref::MatrixRef::row_major(db.data(), k), static_cast<std::int64_t>(n) * k}, groups, ends2.data(), 1);
   expect_rows_match(replayed, want, n, "packed group ends, graph replay");
   EXPECT_TRUE(d.guard_intact());
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  cudaStreamDestroy(stream);  // (the graph needs no stream once instantiated)
 }
 
 // The same for masked slabs: counts at, around and past each wave and tile boundary, capacities that are no tile
