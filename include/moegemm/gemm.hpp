@@ -99,7 +99,7 @@ struct Bf16PlanQuery {
   GemmLayout layout = GemmLayout::kDense;
   int m = 0, n = 0, k = 0;  // dense: the GEMM; m-grouped: M_total (or capacity x G); k-grouped: M, N and sum K
   int num_groups = 1;
-  int expected_m = 0;  // m-grouped: expected rows per expert (0: m / num_groups)
+  int expected_m = 0;  // m-grouped: expected rows per expert (0: ceil(m / num_groups), as the call's default)
   bool a_mn_major = false, b_mn_major = false;
   bool fp32_d = false;  // FP32 D (k-grouped: always)
   bool with_c = false;  // D = C + A B^T with BF16 D (dense only)

@@ -31,7 +31,7 @@ struct ContiguousLayout {
   };
   Form form = Form::kRowToGroup;
   TensorView index;            // int32, contiguous, device
-  int expected_m_per_group = 0;  // heuristic hint only; 0 lets the planner use M_total / G
+  int expected_m_per_group = 0;  // heuristic hint only; 0 lets the planner use ceil(M_total / G)
   // kGroupEnds: where each expert's segment starts, a power of two from 1 to kMaxSegmentAlignment. 1 packs the
   // tokens of all experts with no padding rows between them (expert g starts at index[g-1]); the default leaves
   // the gaps of the anchor's layout. kRowToGroup: must stay at the default (the index says where every row goes).

@@ -381,14 +381,16 @@ int planning_sms() {
   return sms;
 }
 
-// An m-grouped (or dense: num_groups 1) query's hint: rows per expert are expected_m, or m / G as the calls'
-// validation defaults them.
+// An m-grouped (or dense: num_groups 1) query's hint: rows per expert are expected_m, or ceil(m / G) as the calls'
+// validation defaults them (contiguous: ceil(M_total / G); masked: m is G x capacity), so that a query with no hint
+// plans, and precompiles, the kernel the call without one launches.
 plan::ShapeHint m_grouped_query_hint(int m, int n, int k, int num_groups, int expected_m) {
   plan::ShapeHint h;
   h.n = n;
   h.k = k;
   h.num_groups = std::max(1, num_groups);
-  h.m_per_group = h.num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : m / h.num_groups) : m;
+  h.m_per_group =
+      h.num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : (m + h.num_groups - 1) / h.num_groups) : m;
   return h;
 }
 

@@ -653,3 +653,29 @@ TEST(WgradAndBf16EntryPoints, RejectUnbuiltFormsBeforeLookingForADevice) {
 
 }  // namespace
 }  // namespace moegemm
+
+// A query without a hint plans as the call without one does (validation's default: ceil(M_total / G) rows per
+// expert), so that precompile_* compiles the kernel the call will load. Rows counts that G does not divide are the
+// ones where floor and ceil part.
+namespace moegemm {
+namespace {
+TEST(Fp8Plan, NoHintMeansTheCallsDefaultOfRowsPerExpert) {
+  int differ_from_floor = 0;
+  for (int groups : {3, 4, 8}) {
+    for (int m = groups; m <= 1200; m += 7) {
+      const int ceil_rows = (m + groups - 1) / groups;
+      const KernelConfig no_hint = plan_fp8_gemm_nt(m, 4096, 7168, groups, 0, GemmLayout::kContiguousGroupEnds);
+      EXPECT_EQ(no_hint.to_string(),
+                plan_fp8_gemm_nt(m, 4096, 7168, groups, ceil_rows, GemmLayout::kContiguousGroupEnds).to_string())
+          << "m " << m << ", G " << groups;
+      if (no_hint.to_string() !=
+          plan_fp8_gemm_nt(m, 4096, 7168, groups, m / groups, GemmLayout::kContiguousGroupEnds).to_string()) {
+        ++differ_from_floor;
+      }
+    }
+  }
+  // The check above can fail: on some of these shapes floor(m / G) rows plan another tile.
+  EXPECT_GT(differ_from_floor, 0);
+}
+}  // namespace
+}  // namespace moegemm
