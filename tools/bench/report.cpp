@@ -97,7 +97,8 @@ std::string timing_json(const Timing& t, double flops, double bytes) {
      << ", \"detail\": " << json_string(t.detail);
   if (t.ok()) {
     os << ", \"median_us\": " << json_number(t.median_us) << ", \"min_us\": " << json_number(t.min_us)
-       << ", \"max_us\": " << json_number(t.max_us) << ", \"tflops\": " << json_number(tflops(flops, t))
+       << ", \"max_us\": " << json_number(t.max_us) << ", \"host_median_us\": " << json_number(t.host_median_us)
+       << ", \"tflops\": " << json_number(tflops(flops, t))
        << ", \"gbps\": " << json_number(gbps(bytes, t));
     if (t.clock.samples > 0) {
       os << ", \"clock\": {\"samples\": " << t.clock.samples
@@ -148,11 +149,15 @@ void print_progress(std::ostream& os, const CaseResult& r) {
     return " (kernel " + fixed(t.kernel_median_us, 1) + " us, " + fixed(gbps(r.bytes, with_kernel_time(t)), 0) +
            " GB/s)";
   };
+  auto host_text = [](const Timing& t) { return ", host " + fixed(t.host_median_us, 1) + " us"; };
   os << ": moegemm " << time_cell(r.moegemm);
-  if (r.moegemm.ok()) os << " us " << tflops_text(tflops(r.flops, r.moegemm)) << " TFLOPS" << kernel_text(r.moegemm);
+  if (r.moegemm.ok()) {
+    os << " us " << tflops_text(tflops(r.flops, r.moegemm)) << " TFLOPS" << kernel_text(r.moegemm)
+       << host_text(r.moegemm);
+  }
   for (const Timing& b : r.baselines) {
     os << ", " << b.name << " " << time_cell(b);
-    if (b.ok()) os << " us " << tflops_text(tflops(r.flops, b)) << " TFLOPS" << kernel_text(b);
+    if (b.ok()) os << " us " << tflops_text(tflops(r.flops, b)) << " TFLOPS" << kernel_text(b) << host_text(b);
     if (!b.ok() && !b.detail.empty()) os << " (" << b.detail << ")";
   }
   if (r.moegemm.ok() && r.moegemm.clock.samples > 0) {

@@ -1,6 +1,7 @@
 #include "runner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -233,12 +234,16 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
     kernels->start();
   }
   auto event = [&](std::size_t j, int i, int end) { return events[(j * iters + i) * 2 + end]; };
+  std::vector<std::vector<double>> host_us(calls.size());
   sampler.start();
   for (int i = 0; i < iters; ++i) {
     for (std::size_t j = 0; j < calls.size(); ++j) {
       CUDA_CHECK(cudaMemsetAsync(flush, (i + static_cast<int>(j)) & 0xff, kFlushBytes, stream));
       CUDA_CHECK(cudaEventRecord(event(j, i, 0), stream));
+      const auto host_start = std::chrono::steady_clock::now();
       calls[j].call(stream);
+      host_us[j].push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start).count());
       CUDA_CHECK(cudaEventRecord(event(j, i, 1), stream));
     }
   }
@@ -256,6 +261,8 @@ void time_calls(const std::vector<TimedCall>& calls, cudaStream_t stream, const 
       us[i] = 1e3 * ms;
     }
     fill_timing(std::move(us), calls[j].out);
+    std::sort(host_us[j].begin(), host_us[j].end());
+    calls[j].out->host_median_us = median_of_sorted(host_us[j]);
   }
   if (record_kernels) {
     fill_kernel_times(spans, kernels_per_call, iters, outs);

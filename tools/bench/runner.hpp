@@ -26,6 +26,9 @@ struct Timing {
   std::string status = "-";  // "ok", "not built", "n/a", "error", "-" (not run)
   std::string detail;        // why not ok
   double median_us = 0, min_us = 0, max_us = 0;
+  // The CPU time the timed calls spent before returning (validation, planning, descriptors, the launch): the median
+  // over the same calls. What a caller that does not capture a CUDA graph pays on the host per call.
+  double host_median_us = 0;
   // --kernel-time: the same calls' GPU time (first kernel's start to last kernel's end, CUPTI), or why there is none.
   std::string kernel_status = "-";  // "ok", "-" (not asked for), or why not
   double kernel_median_us = 0, kernel_min_us = 0;
