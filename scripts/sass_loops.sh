@@ -33,7 +33,9 @@ if [ ! -x "$TESTS" ]; then echo "sass_loops: $TESTS not built (run scripts/test.
 OUT="${SASS_LOOPS_DIR:-$(mktemp -d)}"
 mkdir -p "$OUT"
 if ! MOEGEMM_TEST_CUBIN_DIR="$OUT" "$TESTS" --gtest_filter="$FILTER" > "$OUT/tests.log" 2>&1; then
-  tail -n 20 "$OUT/tests.log"
+  # The first failure's reason (an exception names the rule it broke), then the summary.
+  grep -m 3 -E 'C\+\+ exception|Failure|error' "$OUT/tests.log"
+  tail -n 5 "$OUT/tests.log"
   exit 1
 fi
 for cubin in "$OUT"/*.cubin; do

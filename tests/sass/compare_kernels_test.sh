@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CTest check of scripts/compare_kernels.sh on one configuration (no GPU needed): this tree's own kernels/ folder
-# compiles to the built-in instructions (exit 0), and a copy with one instruction added to the kernel does not
-# (exit 1, the configuration named). Exit 77 (CTest: skipped, with the reason printed) without nvdisasm.
+# compiles to the built-in instructions (exit 0), so does this build compared as another build (--build), and a copy
+# with one instruction added to the kernel does not (exit 1, the configuration named). Exit 77 (CTest: skipped, with the reason printed) without nvdisasm.
 # Usage: compare_kernels_test.sh BUILD_DIR
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,6 +22,14 @@ if [ $rc -ne 0 ] || ! grep -q '1 of 1 configurations compile to the same instruc
   exit 1
 fi
 
+COMPARE_DIR="$WORK/build" bash "$ROOT/scripts/compare_kernels.sh" --build "$BUILD_DIR" "$FILTER" > "$WORK/build.txt" 2>&1
+rc=$?
+if [ $rc -ne 0 ] || ! grep -q '1 of 1 configurations compile to the same instructions' "$WORK/build.txt"; then
+  echo "FAIL: this build compared with itself (--build) did not compare equal (exit $rc):"
+  cat "$WORK/build.txt"
+  exit 1
+fi
+
 cp -r "$ROOT/kernels" "$WORK/changed"
 # One more instruction at the kernel's start, in a device-only file.
 sed -i 's|^  grid_dependency_wait();|  grid_dependency_wait();\n  asm volatile("nanosleep.u32 32;");|' "$WORK/changed/sm90/gemm.cuh"
@@ -37,4 +45,4 @@ if [ $rc -ne 1 ] || ! grep -q 'bm128_bn128_st4_layout0_cm1_recipe1_mn0 differs' 
   cat "$WORK/changed.txt"
   exit 1
 fi
-echo "compare_kernels.sh: same for the tree's kernels, different for a changed copy"
+echo "compare_kernels.sh: same for the tree's kernels and for this build as another, different for a changed copy"
