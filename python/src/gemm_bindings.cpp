@@ -196,9 +196,9 @@ KernelConfig plan_bf16(int m, int n, int k, const std::string& layout, int num_g
 
 std::vector<PrecompiledKernel> precompile_bf16(int m, int n, int k, const std::string& layout, int num_groups,
                                                int expected_m, bool a_mn_major, bool b_mn_major, bool fp32_d,
-                                               bool with_c) {
-  const Bf16PlanQuery q =
-      bf16_query(m, n, k, layout, num_groups, expected_m, a_mn_major, b_mn_major, fp32_d, with_c);
+                                               bool with_c, int segment_alignment) {
+  Bf16PlanQuery q = bf16_query(m, n, k, layout, num_groups, expected_m, a_mn_major, b_mn_major, fp32_d, with_c);
+  q.segment_alignment = segment_alignment;
   nb::gil_scoped_release unlocked;  // compiling takes seconds
   return precompile_bf16_gemm(q);
 }
@@ -300,14 +300,16 @@ void bind_gemm(nb::module_& m) {
   // launching: a later call, even one being captured into a CUDA graph, then loads them instead of compiling.)
   m.def(
       "precompile_fp8_gemm_nt",
-      [](int m, int n, int k, int num_groups, int expected_m, const std::string& layout) {
+      [](int m, int n, int k, int num_groups, int expected_m, const std::string& layout, int segment_alignment) {
         const GemmLayout grouped = fp8_nt_layout(num_groups, layout);
         nb::gil_scoped_release unlocked;
-        return precompile_fp8_gemm_nt(m, n, k, num_groups, expected_m, grouped);
+        return precompile_fp8_gemm_nt(m, n, k, num_groups, expected_m, grouped, segment_alignment);
       },
       "m"_a, "n"_a, "k"_a, "num_groups"_a = 1, "expected_m"_a = 0, nb::kw_only(), "layout"_a = "contiguous_group_ends",
+      "segment_alignment"_a = kContiguousAlignment,
       "Compiles the kernels of the FP8 (1,128,128) call that plan_fp8_gemm_nt plans into the disk cache (or finds "
-      "them there), without a GPU: a later call, even inside a CUDA graph capture, loads them instead of compiling.");
+      "them there), without a GPU: a later call, even inside a CUDA graph capture, loads them instead of compiling "
+      "(segment_alignment: the group-ends call's).");
   m.def(
       "precompile_fp8_gemm_wgrad",
       [](int m, int n, int k, int num_groups) {
@@ -319,8 +321,9 @@ void bind_gemm(nb::module_& m) {
       "also its descriptor step) into the disk cache, without a GPU.");
   m.def("precompile_bf16_gemm", &precompile_bf16, "m"_a, "n"_a, "k"_a, nb::kw_only(), "layout"_a = "dense",
         "num_groups"_a = 1, "expected_m"_a = 0, "a_mn_major"_a = false, "b_mn_major"_a = false, "fp32_d"_a = false,
-        "with_c"_a = false,
-        "Compiles the kernels of the BF16 call that plan_bf16_gemm plans into the disk cache, without a GPU.");
+        "with_c"_a = false, "segment_alignment"_a = kContiguousAlignment,
+        "Compiles the kernels of the BF16 call that plan_bf16_gemm plans into the disk cache, without a GPU "
+        "(segment_alignment: the group-ends call's).");
 }
 
 }  // namespace moegemm::python

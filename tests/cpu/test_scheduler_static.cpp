@@ -57,8 +57,9 @@ std::string describe(const SchedulerProblem& p, int cta, int ctas) {
          std::to_string(cta) + "/" + std::to_string(ctas);
 }
 
-// Returns the number of tiles compared.
-template <int kKind, int kBlockM, int kBlockN>
+// Returns the number of tiles compared. kAlignment: the group-ends segment alignment, a constant of the compiled
+// form and the run-time form's constructor argument.
+template <int kKind, int kBlockM, int kBlockN, int kAlignment = kGroupEndsAlignment>
 long long expect_same_tiles_as_run_time(std::mt19937& rng, int trials) {
   std::vector<int> routing;
   long long tiles = 0;
@@ -66,8 +67,8 @@ long long expect_same_tiles_as_run_time(std::mt19937& rng, int trials) {
     const SchedulerProblem p = random_problem(rng, static_cast<GroupedKind>(kKind), kBlockM, kBlockN, routing);
     const int ctas = uniform(rng, 1, 140);
     for (int cta = 0; cta < ctas; ++cta) {
-      TileIterator run_time(p, cta, ctas);
-      TileIteratorFor<kKind, kBlockM, kBlockN> compiled(p, cta, ctas);
+      TileIterator run_time(p, cta, ctas, kAlignment);
+      TileIteratorFor<kKind, kBlockM, kBlockN, kAlignment> compiled(p, cta, ctas);
       for (int item = 0;; ++item) {
         TileWork a{}, b{};
         const bool resolve = (item % 2) == 0;  // both forms of next()
@@ -107,6 +108,17 @@ TEST(SchedulerCompiled, SameTilesAsRunTimeForEveryLayout) {
   expect_same_tiles_for_kind<static_cast<int>(GroupedKind::kContiguousGroupEnds)>(rng);
   expect_same_tiles_for_kind<static_cast<int>(GroupedKind::kMasked)>(rng);
   expect_same_tiles_for_kind<static_cast<int>(GroupedKind::kKGrouped)>(rng);
+}
+
+// Group ends with other segment alignments (packed: 1), as the kernels compile them.
+TEST(SchedulerCompiled, GroupEndsWithASegmentAlignmentAsTheRunTimeForm) {
+  std::mt19937 rng(12);
+  constexpr int kEnds = static_cast<int>(GroupedKind::kContiguousGroupEnds);
+  EXPECT_GT((expect_same_tiles_as_run_time<kEnds, 256, 128, 1>(rng, 40)), 100);
+  EXPECT_GT((expect_same_tiles_as_run_time<kEnds, 128, 192, 1>(rng, 40)), 200);
+  EXPECT_GT((expect_same_tiles_as_run_time<kEnds, 64, 64, 16>(rng, 40)), 1000);
+  EXPECT_GT((expect_same_tiles_as_run_time<kEnds, 128, 256, 64>(rng, 40)), 200);
+  EXPECT_GT((expect_same_tiles_as_run_time<kEnds, 256, 128, 1024>(rng, 40)), 50);
 }
 
 // A kernel compiled for one layout and tile, given a problem of another, computes nothing rather than tiles of the

@@ -144,6 +144,14 @@ def test_precompile_writes_the_planned_kernels_into_the_cache(tmp_path, monkeypa
     # The k-grouped FP8 call launches its descriptor step too.
     names = [k.name for k in moegemm.precompile_fp8_gemm_wgrad(4096, 7168, 4 * 2048, 4)]
     assert names[0] == "sm90_kgrouped_descriptors" and len(names) == 2
+    # Packed group ends run a kernel of their own, named with its segment alignment.
+    packed = moegemm.precompile_fp8_gemm_nt(4 * 512, 512, 1024, 4, layout="contiguous_group_ends", segment_alignment=1)
+    assert packed[0].name.endswith("/sa1") and pathlib.Path(packed[0].path).is_file()
+    bf16 = moegemm.precompile_bf16_gemm(4 * 512, 512, 1024, layout="contiguous_group_ends", num_groups=4,
+                                        segment_alignment=64)
+    assert bf16[0].name.endswith("/sa64")
+    with pytest.raises(ValueError, match="segment_alignment: must be a power of two from 1 to 1024"):
+        moegemm.precompile_fp8_gemm_nt(4 * 512, 512, 1024, 4, layout="contiguous_group_ends", segment_alignment=48)
     monkeypatch.setenv("MOEGEMM_JIT_DISK_CACHE", "0")
     with pytest.raises(RuntimeError, match="MOEGEMM_JIT_DISK_CACHE=0"):
         moegemm.precompile_fp8_gemm_nt(128, 512, 256)
