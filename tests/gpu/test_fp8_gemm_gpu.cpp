@@ -612,6 +612,11 @@ TEST(Fp8ContiguousGpu, GroupEndsWithAnySegmentAlignment) {
                           (what + ", " + config_name(cfg)).c_str(), &cfg, alignment);
     }
   }
+  // Device ends out of range, packed: a decreasing end (an empty expert), one past M_total and a negative one are
+  // clamped as the oracle clamps them; nothing lands outside the experts' rows or past D.
+  const std::vector<int> bad_ends = {150, 90, 400, 100000, -7, 500};
+  run_contiguous_case(static_cast<int>(bad_ends.size()), 256, 384, bad_ends, true, 450, rng,
+                      "segment alignment 1, ends out of range", nullptr, 1);
 }
 
 // Packed segments under a CUDA graph: captured once, replayed after the ends changed in place (other sizes, the
