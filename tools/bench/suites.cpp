@@ -82,6 +82,16 @@ std::vector<Case> default_cases(const std::string& suite) {
         }
       }
     }
+    // Packed twins of the G = 8 group-ends rows (segment alignment 1: no padding rows), on the same experts' sizes
+    // and data, appended so that the rows above keep their seeds.
+    const std::size_t end = cases.size();
+    for (std::size_t i = 0; i < end; ++i) {
+      if (!cases[i].group_ends || cases[i].groups != 8) continue;
+      Case twin = cases[i];
+      twin.segment_alignment = 1;
+      twin.data_of = static_cast<int>(i);
+      cases.push_back(twin);
+    }
   } else if (suite == "masked") {
     for (auto [g, e] : kMaskedGroups) {
       for (auto [n, k] : kGroupedNK) {
