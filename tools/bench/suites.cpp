@@ -60,6 +60,20 @@ void add_in_place_twins(std::vector<Case>& cases) {
   }
 }
 
+// Appends a packed twin (segment alignment 1: the experts' tokens back to back, no padding rows) of each G = 8
+// group-ends case with B K-major: the same experts' sizes and data, so that packed and padded times compare in one
+// run.
+void add_packed_twins(std::vector<Case>& cases) {
+  const std::size_t end = cases.size();
+  for (std::size_t i = 0; i < end; ++i) {
+    if (!cases[i].group_ends || cases[i].groups != 8 || cases[i].b_mn_major) continue;
+    Case twin = cases[i];
+    twin.segment_alignment = 1;
+    twin.data_of = static_cast<int>(i);
+    cases.push_back(twin);
+  }
+}
+
 std::vector<Case> default_cases(const std::string& suite) {
   std::vector<Case> cases;
   if (suite == "dense") {
@@ -82,16 +96,7 @@ std::vector<Case> default_cases(const std::string& suite) {
         }
       }
     }
-    // Packed twins of the G = 8 group-ends rows (segment alignment 1: no padding rows), on the same experts' sizes
-    // and data, appended so that the rows above keep their seeds.
-    const std::size_t end = cases.size();
-    for (std::size_t i = 0; i < end; ++i) {
-      if (!cases[i].group_ends || cases[i].groups != 8) continue;
-      Case twin = cases[i];
-      twin.segment_alignment = 1;
-      twin.data_of = static_cast<int>(i);
-      cases.push_back(twin);
-    }
+    add_packed_twins(cases);
   } else if (suite == "masked") {
     for (auto [g, e] : kMaskedGroups) {
       for (auto [n, k] : kGroupedNK) {
@@ -184,8 +189,10 @@ std::vector<Case> default_cases(const std::string& suite) {
       c.accumulate = true;
       cases.push_back(c);
     }
-    // Appended, so that the rows above keep their seeds: FP32 D += (TN weight gradients, k-grouped) in place.
+    // Appended, so that the rows above keep their seeds: FP32 D += (TN weight gradients, k-grouped) in place, then
+    // packed contiguous rows.
     add_in_place_twins(cases);
+    add_packed_twins(cases);
   } else {
     throw std::invalid_argument("--suite: one of dense, contiguous, masked, wgrad, kgrouped, bf16, got " + suite);
   }
