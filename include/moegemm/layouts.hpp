@@ -15,6 +15,10 @@ namespace moegemm {
 inline constexpr int kContiguousAlignment = 128;
 // The largest ContiguousLayout::segment_alignment.
 inline constexpr int kMaxSegmentAlignment = 1024;
+// A segment alignment the group-ends form accepts: a power of two from 1 to kMaxSegmentAlignment.
+inline constexpr bool is_valid_segment_alignment(int alignment) {
+  return alignment >= 1 && alignment <= kMaxSegmentAlignment && (alignment & (alignment - 1)) == 0;
+}
 
 // M-grouped contiguous: the tokens of all experts concatenated in A [M_total, K] and D [M_total, N].
 struct ContiguousLayout {

@@ -22,10 +22,17 @@ using kernels::SchedulerProblem;
 using kernels::sm90::GemmParams;
 using kernels::sm90::kFp8BlockK;
 
-// The kernels cannot include the public headers: their copies of the layout's constants must agree.
+// The kernels cannot include the public headers: their copies of the layout's constants and rule must agree.
 static_assert(kContiguousAlignment == kernels::kGroupEndsAlignment &&
                   kMaxSegmentAlignment == kernels::kMaxSegmentAlignment,
               "include/moegemm/layouts.hpp and kernels/common/scheduler.cuh disagree on the segment alignments");
+constexpr bool segment_alignment_rules_agree() {
+  for (int a = -2; a <= 2 * kMaxSegmentAlignment + 1; ++a) {
+    if (is_valid_segment_alignment(a) != kernels::is_segment_alignment(a)) return false;
+  }
+  return true;
+}
+static_assert(segment_alignment_rules_agree(), "the host's and the kernels' segment alignment rules disagree");
 
 // MOEGEMM_LAUNCH_VERBOSE=1: one line per launch on stderr (grid, cluster residency), for tuning.
 bool launch_verbose() {

@@ -10,7 +10,7 @@ namespace moegemm::validate {
 void check_segment_alignment(int alignment, bool group_ends, const std::string& argument) {
   if (group_ends) {
     // A power of two: the kernels round each start with a mask (common/scheduler.cuh, segment_begin).
-    if (alignment < 1 || alignment > kMaxSegmentAlignment || (alignment & (alignment - 1)) != 0) {
+    if (!is_valid_segment_alignment(alignment)) {
       fail(argument, "must be a power of two from 1 to " + std::to_string(kMaxSegmentAlignment) + " (group ends)",
            std::to_string(alignment));
     }

@@ -148,8 +148,7 @@ Options parse(int argc, char** argv) {
       o.settings.config = parse_config(value());
     } else if (arg == "--segment-alignment") {
       o.segment_alignment = static_cast<int>(to_integer(arg, value()));
-      if (o.segment_alignment < 1 || o.segment_alignment > moegemm::kMaxSegmentAlignment ||
-          (o.segment_alignment & (o.segment_alignment - 1)) != 0) {
+      if (!moegemm::is_valid_segment_alignment(o.segment_alignment)) {
         throw std::invalid_argument("--segment-alignment: must be a power of two from 1 to 1024");
       }
     } else if (arg == "--band") {
