@@ -14,9 +14,13 @@ graph together with the GEMMs::
 
 Expert ids outside ``[0, num_experts)`` (for example -1 for a pair an expert-parallel rank does not own) sort after
 every expert's rows: they lie past ``ends[-1]``, the GEMM leaves their rows as they are, and ``combine`` skips them.
+
+For the weight gradients of the same layer, ``kgrouped_fp8_operand`` turns packed rows (activations, or the
+output gradients) into the FP8 k-grouped GEMM's operand: each expert's tokens zero-padded to a multiple of 128,
+cast per channel and 128 tokens, and its block transposed K-major.
 """
 
-from typing import NamedTuple
+from typing import List, NamedTuple, Sequence, Tuple
 
 import torch
 
@@ -77,3 +81,56 @@ def combine(packed: torch.Tensor, routing: PackedRouting, topk_weights: torch.Te
     out = torch.zeros(num_tokens, packed.shape[1], dtype=torch.float32, device=packed.device)
     out.index_add_(0, routing.token_index, contribution)
     return out.to(packed.dtype)
+
+
+def _segment_starts(counts: Sequence[int], segment_alignment: int) -> List[int]:
+    starts, end = [], 0
+    for count in counts:
+        start = (end + segment_alignment - 1) // segment_alignment * segment_alignment
+        starts.append(start)
+        end = start + count
+    return starts
+
+
+def kgrouped_fp8_operand(x: torch.Tensor, counts: Sequence[int],
+                         segment_alignment: int = 1) -> Tuple[Tuple[torch.Tensor, torch.Tensor], List[int]]:
+    """One operand of the FP8 k-grouped weight-gradient GEMM (recipe (1,1,128): D[g] = C[g] + A_g @ B_g^T summed
+    over expert g's tokens) from packed rows.
+
+    x: [rows, M] (BF16 or FP32), expert g's ``counts[g]`` tokens starting at the previous expert's end rounded up to
+    ``segment_alignment`` (1: packed, as ``pack_routing`` arranges them). Returns ``((data, sf), ks)``: ``ks[g]``
+    the expert's tokens rounded up to 128 (the padding tokens are zeros, which add nothing), ``data`` the 1-D FP8
+    buffer of each expert's K-major [M, ks[g]] block in order, ``sf`` FP32 [M, sum(ks) / 128], MN-major with the
+    TMA-aligned stride: the arguments ``moegemm.k_grouped_fp8_gemm_nt`` takes for A (or B) with ``ks``. Counts
+    are host ints (the GEMM takes its sizes on the host too)."""
+    from .deep_gemm import get_mn_major_tma_aligned_tensor, per_channel_cast_to_fp8
+
+    if x.dim() != 2:
+        raise ValueError(f"moegemm: invalid argument: x: must be [rows, M], got {tuple(x.shape)}")
+    counts = [int(c) for c in counts]
+    if not counts or any(c < 0 for c in counts):
+        raise ValueError(f"moegemm: invalid argument: counts: must be one non-negative count per expert, got {counts}")
+    if not isinstance(segment_alignment, int) or segment_alignment < 1:
+        raise ValueError(f"moegemm: invalid argument: segment_alignment: must be a positive int, got "
+                         f"{segment_alignment!r}")
+    starts = _segment_starts(counts, segment_alignment)
+    if starts[-1] + counts[-1] > x.shape[0]:
+        raise ValueError(f"moegemm: invalid argument: x: the experts' rows end at {starts[-1] + counts[-1]}, past its "
+                         f"{x.shape[0]} rows")
+    m = x.shape[1]
+    ks = [(c + 127) // 128 * 128 for c in counts]
+    # Every expert's tokens, zero-padded to a multiple of 128, one after the other: no 128-token block of the cast
+    # straddles two experts.
+    padded = torch.zeros(sum(ks), m, dtype=x.dtype, device=x.device)
+    offset = 0
+    for start, count, k in zip(starts, counts, ks):
+        padded[offset:offset + count] = x[start:start + count]
+        offset += k
+    q, sf = per_channel_cast_to_fp8(padded) if padded.shape[0] else (
+        padded.to(torch.float8_e4m3fn), torch.zeros(0, m, dtype=torch.float32, device=x.device))
+    blocks, offset = [], 0
+    for k in ks:
+        blocks.append(q[offset:offset + k].T.contiguous().view(-1))
+        offset += k
+    data = torch.cat(blocks) if blocks else torch.zeros(0, dtype=q.dtype, device=x.device)
+    return (data, get_mn_major_tma_aligned_tensor(sf.T)), ks
