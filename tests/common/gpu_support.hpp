@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -71,22 +72,31 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// `call(stream)` run once eagerly (which compiles and loads its kernels), then captured into a CUDA graph and
-// instantiated; replay() launches the graph on the stream and waits for it. CUDA errors throw (cuda_check).
+// `call(stream)` captured into a CUDA graph and instantiated; replay() launches the graph on the stream and waits
+// for it. Warm the call up eagerly first (or precompile its kernels): a call that would compile inside the capture
+// raises kCaptureError. If the call throws during the capture, the capture is ended (the stream usable again) and
+// the error rethrown, saying so; CUDA errors throw too (cuda_check).
 class CapturedCall {
  public:
   template <typename Call>
   CapturedCall(cudaStream_t stream, Call call) : stream_(stream) {
-    call(stream);
-    cuda_check(cudaStreamSynchronize(stream), "the eager call before the capture");
     cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    call(stream);
-    cuda_check(cudaStreamEndCapture(stream, &graph_), "cudaStreamEndCapture");
-    cuda_check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
+    try {
+      call(stream);
+    } catch (const std::exception& e) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      throw std::runtime_error(std::string("the call failed during the capture: ") + e.what());
+    }
+    cudaGraph_t graph = nullptr;
+    cuda_check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);  // the instantiated graph does not need it
+    cuda_check(instantiated, "cudaGraphInstantiate");
   }
   ~CapturedCall() {
     if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    if (graph_ != nullptr) cudaGraphDestroy(graph_);
   }
   CapturedCall(const CapturedCall&) = delete;
   CapturedCall& operator=(const CapturedCall&) = delete;
@@ -99,7 +109,6 @@ class CapturedCall {
 
  private:
   cudaStream_t stream_;
-  cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
 };
 

@@ -35,6 +35,7 @@
 namespace moegemm {
 namespace {
 
+using testing::CapturedCall;
 using testing::DeviceBuffer;
 namespace ref = reference;
 
@@ -260,31 +261,6 @@ TEST(Fp8KGroupedGpu, ForcedRasterBandsMatchOracle) {
 
 // ---- 2. CUDA graph replayed after the device sizes change --------------------------------------------------------
 
-// `call` captured on `stream` into an instantiated graph (after an eager warm-up: a call that would compile inside
-// the capture raises kCaptureError). A failure ends the capture and returns null, with the test failed.
-template <typename Call>
-cudaGraphExec_t capture_one_call(cudaStream_t stream, const Call& call) {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-    ADD_FAILURE() << "cudaStreamBeginCapture failed";
-    return nullptr;
-  }
-  try {
-    call();
-  } catch (const Error& e) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    ADD_FAILURE() << "the call failed during capture after an eager warm-up: " << e.what();
-    return nullptr;
-  }
-  const bool ok =
-      cudaStreamEndCapture(stream, &graph) == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-  if (graph) cudaGraphDestroy(graph);  // the instantiated graph does not need it
-  if (!ok) ADD_FAILURE() << "ending or instantiating the capture failed";
-  return ok ? exec : nullptr;
-}
-
 TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
   MOEGEMM_REQUIRE_GPU();
   const std::int64_t m = 256, n = 384, groups = 4;
@@ -319,12 +295,9 @@ TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
                        ref::k_grouped_gemm_nt(m, n, ks1, a.dq.data(), b.dq.data(), c_ref.data()), c_host, m, n, ks1,
                        "eager warm-up, sizes ks1");
 
-  cudaGraphExec_t exec = capture_one_call(
-      stream, [&] { k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &cv, captured_layout, stream, options_1d1d()); });
-  if (exec == nullptr) {
-    cudaStreamDestroy(stream);
-    return;
-  }
+  CapturedCall captured(stream, [&](cudaStream_t s) {
+    k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &cv, captured_layout, s, options_1d1d());
+  });
 
   // New sizes and new inputs, re-packed for them, written in place into the buffers the graph reads.
   a.set(random_tokens(sum_k, m, rng, 1.0f), ks2);
@@ -332,8 +305,7 @@ TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
   ks_dev.upload(std::vector<std::int32_t>(ks2.begin(), ks2.end()));
   d.fill_bytes(0xFF);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and the fill (legacy stream) before `stream` reads them
-  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  captured.replay();
   const auto replayed = d.download_as<float>(d_count);
   const std::vector<double> want2 = ref::k_grouped_gemm_nt(m, n, ks2, a.dq.data(), b.dq.data(), c_ref.data());
   expect_experts_match(replayed, want2, c_host, m, n, ks2, "graph replayed after the sizes changed to ks2");
@@ -355,7 +327,6 @@ TEST(Fp8KGroupedGpu, GraphReplayAfterSizesChange) {
     expect_experts_match(eager, want2, c_host, m, n, ks2, what);
   }
   EXPECT_TRUE(d.guard_intact());
-  cudaGraphExecDestroy(exec);
   cudaStreamDestroy(stream);
 }
 
@@ -393,20 +364,16 @@ TEST(Fp8KGroupedGpu, InPlaceGraphReplayAcrossTheReduceThreshold) {
                        ref::k_grouped_gemm_nt(m, n, ks1, a.dq.data(), b.dq.data(), c_ref.data()), c_host, m, n, ks1,
                        "in place, eager, sizes ks1");
 
-  cudaGraphExec_t exec = capture_one_call(
-      stream, [&] { k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, stream, options_1d1d()); });
-  if (exec == nullptr) {
-    cudaStreamDestroy(stream);
-    return;
-  }
+  CapturedCall captured(stream, [&](cudaStream_t s) {
+    k_grouped_fp8_gemm_nt(a.view(), b.view(), dv, &dv, layout, s, options_1d1d());
+  });
 
   a.set(random_tokens(sum_k, m, rng, 1.0f), ks2);
   b.set(random_tokens(sum_k, n, rng, 0.5f), ks2);
   ks_dev.upload(std::vector<std::int32_t>(ks2.begin(), ks2.end()));
   d.upload(c_host);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-  MOEGEMM_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  MOEGEMM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  captured.replay();
   const auto replayed = d.download_as<float>(d_count);
   expect_experts_match(replayed, ref::k_grouped_gemm_nt(m, n, ks2, a.dq.data(), b.dq.data(), c_ref.data()), c_host,
                        m, n, ks2, "in place, graph replayed after the sizes changed to ks2");
@@ -418,7 +385,6 @@ TEST(Fp8KGroupedGpu, InPlaceGraphReplayAcrossTheReduceThreshold) {
   EXPECT_EQ(0, std::memcmp(replayed.data(), eager.data(), d_count * sizeof(float)))
       << "in place: the replay differs from an eager call";
   EXPECT_TRUE(d.guard_intact());
-  cudaGraphExecDestroy(exec);
   cudaStreamDestroy(stream);
 }
 
