@@ -70,7 +70,7 @@ auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
   const auto i = [](std::int64_t v) { return static_cast<int>(v); };
   switch (c.family) {
     case Family::kFp8Dense:
-      return fp8_nt(i(c.m), i(c.n), i(c.k), 1, 0, moegemm::GemmLayout::kContiguousGroupEnds, 128);
+      return fp8_nt(i(c.m), i(c.n), i(c.k), 1, 0, moegemm::GemmLayout::kContiguousGroupEnds, c.segment_alignment);
     case Family::kFp8Contiguous:
     case Family::kFp8Masked:
       // The calls pass expected rows per expert as the layout's hint, which is what the planner sizes tiles by.
@@ -78,7 +78,7 @@ auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
                     c.family == Family::kFp8Masked ? moegemm::GemmLayout::kMasked
                     : c.group_ends                 ? moegemm::GemmLayout::kContiguousGroupEnds
                                                    : moegemm::GemmLayout::kContiguousRowToGroup,
-                    c.family == Family::kFp8Contiguous && c.group_ends ? c.segment_alignment : 128);
+                    c.segment_alignment);  // 128 but on group-ends rows
     case Family::kFp8Wgrad:
       return wgrad(i(c.m), i(c.n), i(c.k), 1);
     case Family::kFp8KGrouped:
@@ -100,12 +100,12 @@ auto with_query(const Case& c, Fp8Nt fp8_nt, Wgrad wgrad, Bf16 bf16) {
   q.n = i(c.n);
   q.k = i(c.k);
   q.m = i(c.m);
+  q.segment_alignment = c.segment_alignment;  // 128 but on group-ends rows
   if (c.family == Family::kBf16Dense) {
     q.layout = moegemm::GemmLayout::kDense;
   } else if (c.family == Family::kBf16Contiguous) {
     q.layout = c.group_ends ? moegemm::GemmLayout::kContiguousGroupEnds : moegemm::GemmLayout::kContiguousRowToGroup;
     q.m = i(c.expected * c.groups);
-    if (c.group_ends) q.segment_alignment = c.segment_alignment;
   } else if (c.family == Family::kBf16Masked) {
     q.layout = moegemm::GemmLayout::kMasked;
     q.m = i(c.capacity * c.groups);
