@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a machine with an H200: configure and build (Release, tests and tools on), check that a GPU is
-# present, run the GoogleTest suite, run moegemm-bench over the benchmark suites, keep every log and JSON in one
+# present, compile the benchmark rows' kernels in parallel (moegemm-bench --precompile), run the GoogleTest suite, run moegemm-bench over the benchmark suites, keep every log and JSON in one
 # folder, and print the benchmark tables last. Needs no network.
 #
 # Environment:
@@ -10,7 +10,7 @@
 #                all: dense contiguous masked wgrad kgrouped bf16)
 #   BENCH_ARGS   moegemm-bench flags (default "--kernel-time": the tables add moegemm's kernel time, as the anchor's
 #                tables were measured), e.g. "--iters 50 --kernel-time" or "--no-check"
-#   JOBS         parallel build jobs (default: all cores)
+#   JOBS         parallel build and kernel-compile jobs (default: all cores)
 #   SANITIZE     a GoogleTest filter: run those device tests under compute-sanitizer memcheck and racecheck
 #                (k-grouped determinism test at 3 calls per scale value there), e.g. "Fp8KGroupedGpu.*:Bf16AddCGpu.*"
 #   PYTEST       1: also build the Python package (pip, no network, into RESULTS_DIR/python) and run tests/python
@@ -76,8 +76,19 @@ if ! PROBE="$("$BENCH" --probe 2>&1)"; then
 fi
 say "$PROBE"
 
-# ---- Tests --------------------------------------------------------------------------------------------------------
 STATUS=0
+
+# ---- Kernels ------------------------------------------------------------------------------------------------------
+# The benchmark rows' kernels, each compiled once on JOBS threads into the kernel cache before anything runs, so that
+# the benchmark loads them instead of compiling them one after the other on first use.
+if "$BENCH" --precompile --suite "${SUITES// /,}" --jobs "$JOBS" > "$RESULTS_DIR/precompile.log" 2>&1; then
+  say "precompile: $(tail -n 1 "$RESULTS_DIR/precompile.log")"
+else
+  STATUS=1
+  say "precompile FAILED: $(tail -n 1 "$RESULTS_DIR/precompile.log") (log: $RESULTS_DIR/precompile.log)"
+fi
+
+# ---- Tests --------------------------------------------------------------------------------------------------------
 if [ "$TESTS" = OFF ]; then
   STATUS=1
   say "ctest: not run (GoogleTest missing)"

@@ -23,6 +23,8 @@ class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
   ErrorCode code() const noexcept { return code_; }
+  // The message alone: what() without its "moegemm: <code>: " prefix.
+  std::string message() const;
 
  private:
   ErrorCode code_;

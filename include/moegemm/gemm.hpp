@@ -140,4 +140,28 @@ std::vector<PrecompiledKernel> precompile_fp8_gemm_wgrad(int m, int n, int k, in
 // The kernels of the BF16 call the query stands for, as plan_bf16_gemm.
 std::vector<PrecompiledKernel> precompile_bf16_gemm(const Bf16PlanQuery& query);
 
+// ---- Warm-up of many call shapes at once -------------------------------------------------------------------------
+// A service's shapes, one query per call shape it will make (for example one per batch size it captures a graph
+// for). precompile_all plans every query first (a bad one throws, naming it, before anything compiles), then
+// compiles each distinct kernel once, on up to `threads` CPU threads at a time (0: one per hardware thread), and
+// returns the distinct kernels in the order the queries first name them. Kernels are specialised on tile and layout,
+// not on M, N or K, so a sweep over M names a few kernels (docs/api.md). Disk cache rules as precompile_*.
+struct Fp8NtQuery {  // precompile_fp8_gemm_nt's arguments
+  int m = 0, n = 0, k = 0;
+  int num_groups = 1;
+  int expected_m = 0;
+  GemmLayout grouped_layout = GemmLayout::kContiguousGroupEnds;
+  int segment_alignment = kContiguousAlignment;
+};
+struct Fp8WgradQuery {  // precompile_fp8_gemm_wgrad's arguments
+  int m = 0, n = 0, k = 0;
+  int num_groups = 1;
+};
+struct WarmupQueries {
+  std::vector<Fp8NtQuery> fp8_nt;
+  std::vector<Fp8WgradQuery> fp8_wgrad;
+  std::vector<Bf16PlanQuery> bf16;
+};
+std::vector<PrecompiledKernel> precompile_all(const WarmupQueries& queries, int threads = 0);
+
 }  // namespace moegemm

@@ -1,7 +1,7 @@
 """Type stubs for the moegemm C++ extension (python/src/*.cpp). Tensors are any object that exports DLPack, the
 buffer protocol or __cuda_array_interface__; FP8 data may be float8_e4m3fn or uint8 holding e4m3 bits."""
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 Tensor = Any
 
@@ -106,6 +106,10 @@ def precompile_fp8_gemm_nt(m: int, n: int, k: int, num_groups: int = 1, expected
                            layout: str = "contiguous_group_ends",
                            segment_alignment: int = 128) -> List[PrecompiledKernel]: ...
 def precompile_fp8_gemm_wgrad(m: int, n: int, k: int, num_groups: int = 1) -> List[PrecompiledKernel]: ...
+def precompile_all(*, fp8_nt: Iterable[Dict[str, Union[int, str]]] = (),
+                   fp8_wgrad: Iterable[Dict[str, int]] = (),
+                   bf16: Iterable[Dict[str, Union[int, bool, str]]] = (),
+                   threads: int = 0) -> List[PrecompiledKernel]: ...
 def precompile_bf16_gemm(m: int, n: int, k: int, *, layout: str = "dense", num_groups: int = 1, expected_m: int = 0,
                          a_mn_major: bool = False, b_mn_major: bool = False, fp32_d: bool = False,
                          with_c: bool = False, segment_alignment: int = 128) -> List[PrecompiledKernel]: ...

@@ -166,48 +166,6 @@ void bf16_k_grouped(nb::handle a, nb::handle b, nb::handle d, const std::vector<
                          make_options({1, 128, 128}, max_sms, pdl));
 }
 
-// plan_bf16_gemm's layout, by the name of the call it stands for.
-GemmLayout layout_named(const std::string& name) {
-  if (name == "dense") return GemmLayout::kDense;
-  if (name == "contiguous") return GemmLayout::kContiguousRowToGroup;
-  if (name == "contiguous_group_ends") return GemmLayout::kContiguousGroupEnds;
-  if (name == "masked") return GemmLayout::kMasked;
-  if (name == "k_grouped") return GemmLayout::kKGrouped;
-  throw Error(ErrorCode::kInvalidArgument,
-              "layout: must be one of dense, contiguous, contiguous_group_ends, masked, k_grouped, got '" + name + "'");
-}
-
-Bf16PlanQuery bf16_query(int m, int n, int k, const std::string& layout, int num_groups, int expected_m,
-                         bool a_mn_major, bool b_mn_major, bool fp32_d, bool with_c) {
-  Bf16PlanQuery q;
-  q.layout = layout_named(layout);
-  q.m = m, q.n = n, q.k = k;
-  q.num_groups = num_groups;
-  q.expected_m = expected_m;
-  q.a_mn_major = a_mn_major, q.b_mn_major = b_mn_major;
-  q.fp32_d = fp32_d, q.with_c = with_c;
-  return q;
-}
-
-KernelConfig plan_bf16(int m, int n, int k, const std::string& layout, int num_groups, int expected_m, bool a_mn_major,
-                       bool b_mn_major, bool fp32_d, bool with_c) {
-  return plan_bf16_gemm(bf16_query(m, n, k, layout, num_groups, expected_m, a_mn_major, b_mn_major, fp32_d, with_c));
-}
-
-std::vector<PrecompiledKernel> precompile_bf16(int m, int n, int k, const std::string& layout, int num_groups,
-                                               int expected_m, bool a_mn_major, bool b_mn_major, bool fp32_d,
-                                               bool with_c, int segment_alignment) {
-  Bf16PlanQuery q = bf16_query(m, n, k, layout, num_groups, expected_m, a_mn_major, b_mn_major, fp32_d, with_c);
-  q.segment_alignment = segment_alignment;
-  nb::gil_scoped_release unlocked;  // compiling takes seconds
-  return precompile_bf16_gemm(q);
-}
-
-// fp8_gemm_nt's query, by layout name, for planning and precompiling.
-GemmLayout fp8_nt_layout(int num_groups, const std::string& layout) {
-  return num_groups > 1 ? layout_named(layout) : GemmLayout::kContiguousGroupEnds;
-}
-
 std::string describe(const KernelConfig& c) {
   return "KernelConfig(block_m=" + std::to_string(c.block_m) + ", block_n=" + std::to_string(c.block_n) +
          ", block_k=" + std::to_string(c.block_k) + ", stages=" + std::to_string(c.stages) +
@@ -267,63 +225,6 @@ void bind_gemm(nb::module_& m) {
   m.def("k_grouped_bf16_gemm_tn", &bf16_k_grouped, "a"_a, "b"_a, "d"_a, "ks"_a, "c"_a.none() = nb::none(),
         "ks_device"_a.none() = nb::none(), nb::kw_only(), "stream"_a = 0, "max_sms"_a = 0, "pdl"_a = -1,
         "D[g] = C[g] + A_g^T @ B_g with A [sum K_g, M], B [sum K_g, N].");
-  m.def(
-      "plan_fp8_gemm_nt",
-      [](int m, int n, int k, int num_groups, int expected_m, const std::string& layout) {
-        return plan_fp8_gemm_nt(m, n, k, num_groups, expected_m, fp8_nt_layout(num_groups, layout));
-      },
-      "m"_a, "n"_a, "k"_a, "num_groups"_a = 1, "expected_m"_a = 0, nb::kw_only(), "layout"_a = "contiguous_group_ends",
-      "The kernel configuration the planner picks for an FP8 (1,128,128) shape: dense when num_groups is 1, else "
-      "the m-grouped layout (contiguous, contiguous_group_ends or masked) with expected_m rows per expert "
-      "(launches nothing).");
-  m.def("plan_fp8_gemm_wgrad", &plan_fp8_gemm_wgrad, "m"_a, "n"_a, "k"_a, "num_groups"_a = 1,
-        "The configuration the planner picks for an FP8 (1,1,128) weight gradient: dense, or k-grouped with k the "
-        "sum of the experts' K (launches nothing).");
-  m.def("plan_bf16_gemm", &plan_bf16, "m"_a, "n"_a, "k"_a, nb::kw_only(), "layout"_a = "dense", "num_groups"_a = 1,
-        "expected_m"_a = 0, "a_mn_major"_a = false, "b_mn_major"_a = false, "fp32_d"_a = false, "with_c"_a = false,
-        "The configuration the planner picks for a BF16 call (layout: dense, contiguous, contiguous_group_ends, "
-        "masked, k_grouped; k-grouped: k is the sum of the experts' K). Launches nothing.");
-
-  nb::class_<PrecompiledKernel>(m, "PrecompiledKernel")
-      .def_ro("name", &PrecompiledKernel::name)
-      .def_ro("config", &PrecompiledKernel::config)
-      .def_ro("path", &PrecompiledKernel::path)
-      .def_ro("from_disk", &PrecompiledKernel::from_disk)
-      .def_ro("compile_ms", &PrecompiledKernel::compile_ms)
-      .def_ro("registers", &PrecompiledKernel::registers)
-      .def_ro("spill_bytes", &PrecompiledKernel::spill_bytes)
-      .def("__repr__", [](const PrecompiledKernel& p) {
-        return "PrecompiledKernel(name='" + p.name + "', from_disk=" + (p.from_disk ? "True" : "False") +
-               ", path='" + p.path + "')";
-      });
-  // (Each compiles its call's kernels into the disk cache, or finds them there, without a GPU and without
-  // launching: a later call, even one being captured into a CUDA graph, then loads them instead of compiling.)
-  m.def(
-      "precompile_fp8_gemm_nt",
-      [](int m, int n, int k, int num_groups, int expected_m, const std::string& layout, int segment_alignment) {
-        const GemmLayout grouped = fp8_nt_layout(num_groups, layout);
-        nb::gil_scoped_release unlocked;
-        return precompile_fp8_gemm_nt(m, n, k, num_groups, expected_m, grouped, segment_alignment);
-      },
-      "m"_a, "n"_a, "k"_a, "num_groups"_a = 1, "expected_m"_a = 0, nb::kw_only(), "layout"_a = "contiguous_group_ends",
-      "segment_alignment"_a = kContiguousAlignment,
-      "Compiles the kernels of the FP8 (1,128,128) call that plan_fp8_gemm_nt plans into the disk cache (or finds "
-      "them there), without a GPU: a later call, even inside a CUDA graph capture, loads them instead of compiling "
-      "(segment_alignment: the group-ends call's).");
-  m.def(
-      "precompile_fp8_gemm_wgrad",
-      [](int m, int n, int k, int num_groups) {
-        nb::gil_scoped_release unlocked;
-        return precompile_fp8_gemm_wgrad(m, n, k, num_groups);
-      },
-      "m"_a, "n"_a, "k"_a, "num_groups"_a = 1,
-      "Compiles the kernels of the FP8 (1,1,128) weight-gradient call that plan_fp8_gemm_wgrad plans (k-grouped: "
-      "also its descriptor step) into the disk cache, without a GPU.");
-  m.def("precompile_bf16_gemm", &precompile_bf16, "m"_a, "n"_a, "k"_a, nb::kw_only(), "layout"_a = "dense",
-        "num_groups"_a = 1, "expected_m"_a = 0, "a_mn_major"_a = false, "b_mn_major"_a = false, "fp32_d"_a = false,
-        "with_c"_a = false, "segment_alignment"_a = kContiguousAlignment,
-        "Compiles the kernels of the BF16 call that plan_bf16_gemm plans into the disk cache, without a GPU "
-        "(segment_alignment: the group-ends call's).");
 }
 
 }  // namespace moegemm::python

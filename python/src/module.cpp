@@ -11,4 +11,5 @@ NB_MODULE(_moegemm, m) {
   moegemm::python::bind_device(m);
   moegemm::python::bind_layouts(m);
   moegemm::python::bind_gemm(m);
+  moegemm::python::bind_queries(m);
 }

@@ -1,5 +1,7 @@
 #include "moegemm/error.hpp"
 
+#include <cstring>
+
 namespace moegemm {
 
 const char* to_string(ErrorCode code) noexcept {
@@ -17,5 +19,10 @@ const char* to_string(ErrorCode code) noexcept {
 
 Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error("moegemm: " + std::string(to_string(code)) + ": " + message), code_(code) {}
+
+std::string Error::message() const {
+  const std::size_t prefix = std::strlen("moegemm: ") + std::strlen(to_string(code_)) + std::strlen(": ");
+  return std::string(what()).substr(prefix);
+}
 
 }  // namespace moegemm

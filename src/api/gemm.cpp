@@ -1,8 +1,10 @@
-// FP8 1D2D entry points: validate -> plan -> launch. No logic beyond wiring lives here.
+// The GEMM entry points: validate -> plan -> launch. No logic beyond wiring lives here (the planner's choices:
+// api/planning.cpp; the plan and warm-up queries: api/warmup.cpp).
 #include "moegemm/gemm.hpp"
 
 #include <algorithm>
 
+#include "api/planning.hpp"
 #include "launch/gemm_launch.hpp"
 #include "launch/kgrouped_descriptors.hpp"
 #include "moegemm/device.hpp"
@@ -14,6 +16,13 @@
 #include "validate/validate.hpp"
 
 namespace moegemm {
+
+using api::bf16_recipe;
+using api::kKGroupedTnMajors;
+using api::mn_major_bits;
+using api::plan_bf16;
+using api::plan_fp8_1d2d;
+
 namespace {
 
 // The SM budget of one call: the caller's cap, else the process-wide one, else every SM of the device.
@@ -103,26 +112,6 @@ plan::ShapeHint shape_hint(const validate::GemmProblem& p) {
     h.num_groups = p.num_groups;
   }
   return h;
-}
-
-// Planner hint for k-grouped shapes: M and N per expert, the mean K of sum_k over the experts (at least one K block).
-plan::ShapeHint kgrouped_hint(std::int64_t m, std::int64_t n, std::int64_t sum_k, int num_groups) {
-  plan::ShapeHint hint;
-  hint.m_per_group = m;
-  hint.n = n;
-  hint.k = static_cast<int>(std::max<std::int64_t>(128, sum_k / std::max(1, num_groups)));
-  hint.num_groups = std::max(1, num_groups);
-  return hint;
-}
-
-// The planner's choice for FP8 (1,128,128) (the calls and plan_fp8_gemm_nt): the model over the tiles the layout
-// allows; clusters are opt-in (options.config) except where measured faster (docs/heuristics.md).
-KernelConfig plan_fp8_1d2d(const plan::ShapeHint& hint, int sms, kernels::GroupedKind layout) {
-  const KernelConfig config = plan::choose_fp8_1d2d_config(hint, sms, /*allow_cluster=*/false, layout);
-  if (layout != kernels::GroupedKind::kDense) return plan::with_masked_row_tiles(config, hint, layout);
-  constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d);
-  return plan::with_row_block_tiles(
-      plan::with_k_split(plan::with_measured_pair_cluster(config, hint), hint, kRecipe, layout), hint, kRecipe, layout);
 }
 
 void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
@@ -222,7 +211,7 @@ void set_kgrouped_c(const validate::GemmProblem& p, launch::GemmLaunch& l) {
   l.ldc = distinct_c ? p.n : 0;
 }
 
-plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) { return kgrouped_hint(p.m, p.n, p.k, p.num_groups); }
+plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) { return api::kgrouped_hint(p.m, p.n, p.k, p.num_groups); }
 
 }  // namespace
 
@@ -257,40 +246,6 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
 }
 
 namespace {
-
-// A BF16 call's recipe: FP32 D (with or without C), BF16 D with C, or BF16 D. The calls and the plan queries both
-// name their kernels through it.
-kernels::sm90::GemmRecipe bf16_recipe(bool fp32_d, bool with_c) {
-  using kernels::sm90::GemmRecipe;
-  return fp32_d ? GemmRecipe::kBf16Fp32 : with_c ? GemmRecipe::kBf16AddC : GemmRecipe::kBf16;
-}
-
-// Operand majors as the kernel takes them: bit 0 an MN-major A, bit 1 an MN-major B.
-int mn_major_bits(bool a_mn_major, bool b_mn_major) { return (a_mn_major ? 1 : 0) | (b_mn_major ? 2 : 0); }
-
-// The k-grouped BF16 call (tn): A [sum K, M] and B [sum K, N], both MN-major.
-constexpr int kKGroupedTnMajors = 3;
-
-// The planner's choice for BF16 (the calls and plan_bf16_gemm): the model over the tiles the recipe and the layout
-// allow, then pairs sharing B where they were measured faster (M = 65-128, 64-row tiles at least 128 wide: the FP8
-// rule, measured for BF16 D too; docs/results/2026-12-03-bf16-pairs-tall.md), which need a K-major B.
-KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::GemmRecipe recipe, int mn_major,
-                       kernels::GroupedKind layout) {
-  const int block_n_multiple = (mn_major & 2) ? 64 : 16;  // an MN-major B comes in whole 64-wide boxes
-  KernelConfig config = plan::choose_bf16_config(hint, sms, recipe, block_n_multiple, layout);
-  const bool fp32_out = kernels::sm90::recipe_has_fp32_out(static_cast<int>(recipe));
-  if (layout == kernels::GroupedKind::kDense) {
-    config = plan::with_short_k_c_tiles(config, hint, sms, static_cast<int>(recipe), layout);
-    if (!(mn_major & 2) && !fp32_out) config = plan::with_measured_pair_cluster(config, hint);
-    config = plan::with_k_split(config, hint, static_cast<int>(recipe), layout, block_n_multiple);
-    // (K-major A and B only: no 128-row split has run with an MN-major operand on the device.)
-    if (mn_major == 0) config = plan::with_row_block_tiles(config, hint, static_cast<int>(recipe), layout);
-    config = plan::with_three_warpgroup_tiles(config, hint, sms, static_cast<int>(recipe));
-  } else {
-    config = plan::with_wide_grouped_bf16_tiles(config, hint, static_cast<int>(recipe), layout);
-  }
-  return config;
-}
 
 // The BF16 kernel: A and B K-major or MN-major (NT, NN, TN, TT; grouped: B either way); BF16 D with or without C
 // (dense only: the m-grouped forms take no C), or FP32 D with or without C.
@@ -367,142 +322,6 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   l.host_ks = &p.ks;
   set_kgrouped_c(p, l);
   launch::launch_gemm(l, config, resolve_pdl(p.pdl), stream);
-}
-
-namespace {
-
-// The SMs a plan query assumes: the process-wide cap, else the device's, else an H200's 132.
-int planning_sms() {
-  int sms = get_num_sms();
-  if (sms <= 0) {
-    const DeviceInfo info = device_info();
-    sms = info.available ? info.sm_count : 132;
-  }
-  return sms;
-}
-
-// An m-grouped (or dense: num_groups 1) query's hint: rows per expert are expected_m, or ceil(m / G) as the calls'
-// validation defaults them (contiguous: ceil(M_total / G); masked: m is G x capacity), so that a query with no hint
-// plans, and precompiles, the kernel the call without one launches.
-plan::ShapeHint m_grouped_query_hint(int m, int n, int k, int num_groups, int expected_m) {
-  plan::ShapeHint h;
-  h.n = n;
-  h.k = k;
-  h.num_groups = std::max(1, num_groups);
-  h.m_per_group =
-      h.num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : (m + h.num_groups - 1) / h.num_groups) : m;
-  return h;
-}
-
-// The GEMM kernel a plan query stands for: the planner's configuration and how the matching call names the
-// kernel (layout, recipe, operand majors), so that a query's precompiled kernel is the one the call loads.
-struct PlannedKernel {
-  KernelConfig config;
-  kernels::GroupedKind layout = kernels::GroupedKind::kDense;
-  kernels::sm90::GemmRecipe recipe = kernels::sm90::GemmRecipe::kFp8_1d2d;
-  int mn_major = 0;
-  int segment_alignment = kContiguousAlignment;  // group ends: the call's layout.segment_alignment
-};
-
-PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout,
-                             int segment_alignment = kContiguousAlignment) {
-  if (grouped_layout != GemmLayout::kContiguousRowToGroup && grouped_layout != GemmLayout::kContiguousGroupEnds &&
-      grouped_layout != GemmLayout::kMasked) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "grouped_layout: must be an m-grouped layout (contiguous row-to-group or group ends, or masked), got " +
-                    std::to_string(static_cast<int>(grouped_layout)));
-  }
-  const plan::ShapeHint h = m_grouped_query_hint(m, n, k, num_groups, expected_m);
-  PlannedKernel planned;
-  planned.layout =
-      h.num_groups == 1 ? kernels::GroupedKind::kDense : static_cast<kernels::GroupedKind>(grouped_layout);
-  planned.config = plan_fp8_1d2d(h, planning_sms(), planned.layout);
-  validate::check_segment_alignment(segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
-                                    "segment_alignment");
-  planned.segment_alignment = segment_alignment;
-  return planned;
-}
-
-PlannedKernel planned_fp8_wgrad(int m, int n, int k, int num_groups) {
-  const plan::ShapeHint h = num_groups > 1 ? kgrouped_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
-  PlannedKernel planned;
-  planned.config = plan::choose_fp8_1d1d_config(h, planning_sms());
-  planned.layout = num_groups > 1 ? kernels::GroupedKind::kKGrouped : kernels::GroupedKind::kDense;
-  planned.recipe = kernels::sm90::GemmRecipe::kFp8_1d1d;
-  return planned;
-}
-
-PlannedKernel planned_bf16(const Bf16PlanQuery& q) {
-  using kernels::sm90::GemmRecipe;
-  PlannedKernel planned;
-  planned.layout = static_cast<kernels::GroupedKind>(q.layout);
-  validate::check_segment_alignment(q.segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
-                                    "query.segment_alignment");
-  planned.segment_alignment = q.segment_alignment;
-  const int sms = planning_sms();
-  if (planned.layout == kernels::GroupedKind::kKGrouped) {
-    planned.recipe = GemmRecipe::kBf16Fp32;
-    planned.mn_major = kKGroupedTnMajors;
-    planned.config =
-        plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, planned.recipe, planned.mn_major, planned.layout);
-    return planned;
-  }
-  const plan::ShapeHint h = m_grouped_query_hint(
-      q.m, q.n, q.k, planned.layout == kernels::GroupedKind::kDense ? 1 : q.num_groups, q.expected_m);
-  planned.recipe = bf16_recipe(q.fp32_d, q.with_c);
-  planned.mn_major = mn_major_bits(q.a_mn_major, q.b_mn_major);
-  planned.config = plan_bf16(h, sms, planned.recipe, planned.mn_major, planned.layout);
-  return planned;
-}
-
-PrecompiledKernel precompiled(const jit::KernelSpec& spec, const KernelConfig& config) {
-  const jit::CachedKernelFile file = jit::precompile_to_disk(spec);
-  PrecompiledKernel out;
-  out.name = spec.name;
-  out.config = config;
-  out.path = file.path;
-  out.from_disk = file.from_disk;
-  out.compile_ms = file.compile_ms;
-  out.registers = file.usage.known ? file.usage.registers : 0;
-  out.spill_bytes = file.usage.spill_store_bytes;
-  return out;
-}
-
-// Every kernel the planned call launches: the k-grouped FP8 call's descriptor step first, then the GEMM.
-std::vector<PrecompiledKernel> precompile_planned(const PlannedKernel& p) {
-  std::vector<PrecompiledKernel> out;
-  if (p.layout == kernels::GroupedKind::kKGrouped && p.recipe == kernels::sm90::GemmRecipe::kFp8_1d1d) {
-    out.push_back(precompiled(launch::kgrouped_descriptor_kernel_spec(), KernelConfig{}));
-  }
-  out.push_back(precompiled(
-      launch::gemm_kernel_spec(p.config, p.layout, static_cast<int>(p.recipe), p.mn_major, p.segment_alignment),
-      p.config));
-  return out;
-}
-
-}  // namespace
-
-KernelConfig plan_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
-  return planned_fp8_wgrad(m, n, k, num_groups).config;
-}
-
-KernelConfig plan_bf16_gemm(const Bf16PlanQuery& q) { return planned_bf16(q).config; }
-
-KernelConfig plan_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout) {
-  return planned_fp8_nt(m, n, k, num_groups, expected_m, grouped_layout).config;
-}
-
-std::vector<PrecompiledKernel> precompile_fp8_gemm_nt(int m, int n, int k, int num_groups, int expected_m,
-                                                      GemmLayout grouped_layout, int segment_alignment) {
-  return precompile_planned(planned_fp8_nt(m, n, k, num_groups, expected_m, grouped_layout, segment_alignment));
-}
-
-std::vector<PrecompiledKernel> precompile_fp8_gemm_wgrad(int m, int n, int k, int num_groups) {
-  return precompile_planned(planned_fp8_wgrad(m, n, k, num_groups));
-}
-
-std::vector<PrecompiledKernel> precompile_bf16_gemm(const Bf16PlanQuery& query) {
-  return precompile_planned(planned_bf16(query));
 }
 
 }  // namespace moegemm

@@ -1,9 +1,11 @@
 // The warm-up API (precompile_*), without a GPU: the planned kernels land in the disk cache under the names the
 // calls look up, a second request finds them there, and a cache that would keep nothing is refused before any
-// compile. (tests/gpu: a precompiled kernel loads inside a graph capture with no eager call first.)
+// compile; precompile_all compiles a batch's distinct kernels once each, on several threads. (tests/gpu: a precompiled kernel loads inside a graph capture with no eager call first.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,6 +119,91 @@ TEST_F(Precompile, SegmentAlignmentIsCheckedAsTheCallChecksIt) {
   q.segment_alignment = 1;
   expect_invalid([&] { precompile_bf16_gemm(q); }, "query.segment_alignment: is read by the group-ends form only");
   EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
+}
+
+TEST_F(Precompile, ABatchCompilesEachDistinctKernelOnceInTheOrderTheQueriesNameThem) {
+  // A sweep over M of one dense shape (repeats included), a k-grouped pair that shares its descriptor step, and a
+  // BF16 query: the kernels each query would precompile on its own, each once, in first-named order.
+  WarmupQueries batch;
+  for (int m : {1, 64, 1, 129, 256, 1024, 4096, 4096, 200}) batch.fp8_nt.push_back({m, 2112, 7168});
+  batch.fp8_wgrad.push_back({4096, 7168, 4 * 2048, 4});
+  batch.fp8_wgrad.push_back({4096, 7168, 4 * 4096, 4});
+  Bf16PlanQuery bf16;
+  bf16.m = 4096, bf16.n = 7168, bf16.k = 2048;
+  batch.bf16.push_back(bf16);
+
+  std::vector<std::string> expected;
+  auto name = [&](const std::string& n) {
+    if (std::find(expected.begin(), expected.end(), n) == expected.end()) expected.push_back(n);
+  };
+  for (const Fp8NtQuery& q : batch.fp8_nt) {
+    name(launch::gemm_kernel_key(plan_fp8_gemm_nt(q.m, q.n, q.k), kernels::GroupedKind::kDense));
+  }
+  const size_t dense_kernels = expected.size();
+  ASSERT_GE(dense_kernels, 3u) << "the sweep should span several tiles";
+  for (const Fp8WgradQuery& q : batch.fp8_wgrad) {
+    name("sm90_kgrouped_descriptors");
+    name(launch::gemm_kernel_key(plan_fp8_gemm_wgrad(q.m, q.n, q.k, q.num_groups), kernels::GroupedKind::kKGrouped,
+                                 static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d)));
+  }
+  name(launch::gemm_kernel_key(plan_bf16_gemm(bf16), kernels::GroupedKind::kDense,
+                               static_cast<int>(kernels::sm90::GemmRecipe::kBf16)));
+
+  const jit::JitStats before = jit::jit_stats();
+  const std::vector<PrecompiledKernel> first = precompile_all(batch, 3);
+  std::vector<std::string> names;
+  for (const PrecompiledKernel& k : first) {
+    names.push_back(k.name);
+    EXPECT_FALSE(k.from_disk) << k.name;
+    EXPECT_TRUE(fs::exists(k.path)) << k.name;
+    EXPECT_LE(k.spill_bytes, jit::kSpillBudgetBytes) << k.name;
+  }
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(jit::jit_stats().compiles - before.compiles, expected.size());
+  // Each is the file the single query precompiles (found there now, not compiled again).
+  const std::vector<PrecompiledKernel> single = precompile_fp8_gemm_nt(129, 2112, 7168);
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_TRUE(single[0].from_disk);
+  EXPECT_NE(std::find(names.begin(), names.end(), single[0].name), names.end());
+
+  const jit::JitStats middle = jit::jit_stats();
+  const std::vector<PrecompiledKernel> second = precompile_all(batch);
+  ASSERT_EQ(second.size(), first.size());
+  for (size_t i = 0; i < second.size(); ++i) {
+    EXPECT_TRUE(second[i].from_disk) << second[i].name;
+    EXPECT_EQ(second[i].path, first[i].path);
+  }
+  EXPECT_EQ(jit::jit_stats().compiles, middle.compiles);
+}
+
+TEST_F(Precompile, ABatchNamesItsBadQueryBeforeCompilingAnything) {
+  auto expect_invalid = [](auto&& request, const std::string& part) {
+    try {
+      request();
+      ADD_FAILURE() << "expected an error containing: " << part;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  const jit::JitStats before = jit::jit_stats();
+  WarmupQueries batch;
+  batch.fp8_nt.push_back({4096, 4096, 7168});
+  batch.fp8_nt.push_back({8192, 4096, 7168, 8, 0, GemmLayout::kContiguousGroupEnds, 3});
+  expect_invalid([&] { precompile_all(batch); },
+                 "queries.fp8_nt[1]: segment_alignment: must be a power of two from 1 to 1024 (group ends), got 3");
+  batch.fp8_nt.pop_back();
+  Bf16PlanQuery q;
+  q.m = 4096, q.n = 4096, q.k = 7168;
+  q.segment_alignment = 1;
+  batch.bf16.push_back(q);
+  expect_invalid([&] { precompile_all(batch); },
+                 "queries.bf16[0]: query.segment_alignment: is read by the group-ends form only");
+  batch.bf16.clear();
+  expect_invalid([&] { precompile_all(batch, -1); }, "threads: must be 0 (one per hardware thread) or a positive");
+  EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
+  // An empty batch compiles nothing.
+  EXPECT_TRUE(precompile_all(WarmupQueries{}).empty());
 }
 
 TEST_F(Precompile, RefusesBeforeCompilingWhenNothingWouldBeKept) {

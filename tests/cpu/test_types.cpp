@@ -23,6 +23,8 @@ TEST(Error, CarriesCodeAndMessage) {
   Error e(ErrorCode::kInvalidArgument, "a.data: must be K-major");
   EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
   EXPECT_STREQ(e.what(), "moegemm: invalid argument: a.data: must be K-major");
+  EXPECT_EQ(e.message(), "a.data: must be K-major");
+  EXPECT_EQ(Error(ErrorCode::kCaptureError, "x").message(), "x");
 }
 
 TEST(DType, ElementSizes) {

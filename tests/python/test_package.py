@@ -157,6 +157,41 @@ def test_precompile_writes_the_planned_kernels_into_the_cache(tmp_path, monkeypa
         moegemm.precompile_fp8_gemm_nt(128, 512, 256)
 
 
+def test_precompile_all_compiles_each_distinct_kernel_of_many_shapes_once(tmp_path, monkeypatch):
+    # A sweep over M names a few kernels (they are specialised on tiles, not on M): each is compiled once, and the
+    # list follows the order the queries first name them, as the single queries would.
+    monkeypatch.setenv("MOEGEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MOEGEMM_JIT_DISK_CACHE", raising=False)
+    sweep = [dict(m=m, n=576, k=7168) for m in (1, 64, 1, 200, 1024, 200)]
+    kernels = moegemm.precompile_all(fp8_nt=sweep, fp8_wgrad=[dict(m=512, n=512, k=4 * 256, num_groups=4)],
+                                     bf16=[dict(m=256, n=512, k=1024, layout="masked", num_groups=2)], threads=2)
+    names = [k.name for k in kernels]
+    assert len(names) == len(set(names)), "each kernel once"
+    assert all(not k.from_disk and pathlib.Path(k.path).is_file() for k in kernels)
+    expected = []  # the single queries' kernels (found in the cache now), in first-named order
+    for q in sweep:
+        single = moegemm.precompile_fp8_gemm_nt(q["m"], q["n"], q["k"])
+        assert single[0].from_disk and single[0].name in names
+        if single[0].name not in expected:
+            expected.append(single[0].name)
+    assert names[:len(expected)] == expected and len(expected) >= 2
+    assert names[len(expected)] == "sm90_kgrouped_descriptors"
+    assert all(k.from_disk for k in moegemm.precompile_all(fp8_nt=sweep)), "found in the cache the second time"
+    assert moegemm.precompile_all() == []
+    # A bad query is refused, named, before anything compiles.
+    for bad, match in ((dict(fp8_nt=[dict(m=1, n=8)]), r"fp8_nt\[0\]: needs 'k'"),
+                       (dict(fp8_nt=[dict(m=1, n=8, k=128, mm=1)]), r"fp8_nt\[0\]: unknown key 'mm'"),
+                       (dict(bf16=[dict(m=1, n=8, k=128, fp32_d=1)]), r"bf16\[0\]\.fp32_d: must be a bool"),
+                       (dict(bf16=[dict(m=1, n=8, k=128, layout="x")]), r"bf16\[0\]\.layout: must be one of"),
+                       (dict(fp8_nt=[(1, 8, 128)]), r"fp8_nt\[0\]: must be a dict"),
+                       (dict(fp8_nt=[dict(m=1, n=8, k=128), dict(m=512, n=8, k=128, num_groups=4,
+                                                                segment_alignment=3)]),
+                        r"fp8_nt\[1\]: segment_alignment: must be a power of two"),
+                       (dict(threads=-1), "threads: must be 0")):
+        with pytest.raises(ValueError, match=match):
+            moegemm.precompile_all(**bad)
+
+
 def test_tuning_knobs_validate_like_the_anchor_and_change_nothing():
     from moegemm.deep_gemm import runtime
     assert deep_gemm.get_tc_util() == 100, "0 (the default) means 100"

@@ -148,4 +148,21 @@ std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c) {
       [](const moegemm::Bf16PlanQuery& q) { return moegemm::precompile_bf16_gemm(q); });
 }
 
+void add_warmup_query(const Case& c, moegemm::WarmupQueries& queries) {
+  with_query(
+      c,
+      [&](int m, int n, int k, int g, int e, moegemm::GemmLayout l, int segment_alignment) {
+        queries.fp8_nt.push_back({m, n, k, g, e, l, segment_alignment});
+        return 0;
+      },
+      [&](int m, int n, int k, int g) {
+        queries.fp8_wgrad.push_back({m, n, k, g});
+        return 0;
+      },
+      [&](const moegemm::Bf16PlanQuery& q) {
+        queries.bf16.push_back(q);
+        return 0;
+      });
+}
+
 }  // namespace moegemm::bench

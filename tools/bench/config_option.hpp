@@ -35,4 +35,7 @@ std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::opt
 // --precompile: the row's kernels compiled into the disk cache (moegemm::precompile_*), no GPU needed.
 std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c);
 
+// The row's query, added to a batch for moegemm::precompile_all (--precompile compiles every row's kernels at once).
+void add_warmup_query(const Case& c, moegemm::WarmupQueries& queries);
+
 }  // namespace moegemm::bench

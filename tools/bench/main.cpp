@@ -42,6 +42,7 @@ struct Options {
   int segment_alignment = 0;  // --segment-alignment (0: the default 128)
   bool list = false;
   bool precompile = false;
+  int jobs = 0;  // --jobs: --precompile's compile threads (0: one per hardware thread)
   bool probe = false;
 };
 
@@ -80,6 +81,8 @@ const char* kUsage =
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --precompile     compile each row's kernels into the disk cache (moegemm::precompile_*), print them and\n"
     "                   exit (needs no GPU; exit 1 when a kernel does not compile or spills over 64 bytes)\n"
+    "  --jobs N         --precompile's compile threads: each distinct kernel of the rows compiled once, up to N\n"
+    "                   at a time (default: one per hardware thread)\n"
     "  --probe          print the device and exit: 0 with a usable GPU, 2 without\n";
 
 std::vector<std::string> split(const std::string& s) {
@@ -173,6 +176,9 @@ Options parse(int argc, char** argv) {
       o.list = true;
     } else if (arg == "--precompile") {
       o.precompile = true;
+    } else if (arg == "--jobs") {
+      o.jobs = static_cast<int>(to_integer(arg, value()));
+      if (o.jobs < 1) throw std::invalid_argument("--jobs: must be at least 1");
     } else if (arg == "--probe") {
       o.probe = true;
     } else {
@@ -259,14 +265,29 @@ int main(int argc, char** argv) {
     constexpr int kSpillBudget = moegemm::jit::kSpillBudgetBytes;
     int compiled = 0, cached = 0, failed = 0;
     std::set<std::string> kernels;
+    // Every row's kernels at once, each compiled once on --jobs threads; the rows below then find them in the cache
+    // (a refused batch leaves each row to compile, and report, its own).
+    std::map<std::string, bool> batch_found;  // kernel -> found in the cache by the batch
+    try {
+      moegemm::WarmupQueries queries;
+      for (const Case& c : cases) add_warmup_query(c, queries);
+      for (const moegemm::PrecompiledKernel& k : moegemm::precompile_all(queries, options.jobs)) {
+        batch_found[k.name] = k.from_disk;
+      }
+    } catch (const std::exception& e) {
+      std::cout << "precompile: the rows' batch was refused (" << e.what() << "); compiling row by row\n";
+      batch_found.clear();
+    }
     for (const Case& c : cases) {
       try {
         bool spills = false;
         for (const moegemm::PrecompiledKernel& k : precompile_row(c)) {
-          std::cout << c.suite << ": " << c.label() << " | " << k.name << (k.from_disk ? " cached" : " compiled")
+          const auto batch = batch_found.find(k.name);
+          const bool from_disk = batch != batch_found.end() ? batch->second : k.from_disk;
+          std::cout << c.suite << ": " << c.label() << " | " << k.name << (from_disk ? " cached" : " compiled")
                     << " (" << static_cast<int>(k.compile_ms) << " ms, " << k.registers << " registers, "
                     << k.spill_bytes << " bytes spilled)\n";
-          if (kernels.insert(k.name).second) (k.from_disk ? cached : compiled) += 1;
+          if (kernels.insert(k.name).second) (from_disk ? cached : compiled) += 1;
           spills = spills || k.spill_bytes > kSpillBudget;
         }
         if (spills) {
