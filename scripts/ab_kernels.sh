@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Measures kernel variants against each other on the GPU with one build: each variant is a kernel source (the
-# built-in kernels, a folder laid out as kernels/, or a git revision whose kernels/ is exported), compiled through
+# built-in kernels, a folder laid out as kernels/, a patch of kernels/ such as experiments/ keeps, or a git revision
+# whose kernels/ is exported), compiled through
 # MOEGEMM_KERNEL_DIR (docs/jit.md), optionally with a MOEGEMM_JIT_DEFINE macro. Every round runs each variant once
 # as its own moegemm-bench process with the given arguments (the order rotates from round to round, so that no
 # variant always runs on the warmest or coolest GPU), writing JSON; then tools/bench/compare_runs.py prints, per
 # row, each variant's speed against the first one, normalised by the cuBLASLt time of the same run.
 #
 # Usage: scripts/ab_kernels.sh [--rounds N] [--out DIR] [--dry-run] NAME=SPEC [NAME=SPEC ...] -- BENCH_ARGS
-#   SPEC: built-in | FOLDER | REVISION, optionally followed by @MACRO or @MACRO=VALUE (MOEGEMM_JIT_DEFINE).
+#   SPEC: built-in | FOLDER | FILE.patch | REVISION (scripts/kernel_variant.sh), optionally followed by @MACRO or
+#   @MACRO=VALUE (MOEGEMM_JIT_DEFINE).
 #   The first variant is the reference. BENCH_ARGS go to every moegemm-bench call (for example
 #   --suite wgrad --kernel-time --interleave); --json is added per call.
 # Example: scripts/ab_kernels.sh --rounds 2 main=built-in split=next/kernel-split -- --suite dense --rows m=4096
@@ -21,7 +23,7 @@ ROUNDS=2
 OUT=""
 DRY=0
 VARIANTS=()
-usage() { sed -n 2,16p "$0" >&2; exit 2; }
+usage() { sed -n 2,17p "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS="${2:-}"; shift 2 ;;
@@ -48,18 +50,9 @@ for v in "${VARIANTS[@]}"; do
   for seen in "${NAMES[@]}"; do
     [ "$seen" != "$name" ] || { echo "ab_kernels: variant name '$name' given twice" >&2; exit 2; }
   done
-  if [ "$spec" = "built-in" ]; then
-    folder=""
-  elif [ -d "$spec" ]; then
-    folder="$(cd "$spec" && pwd)"
-  else
-    folder="$OUT/sources/$name"
-    rm -rf "$folder" && mkdir -p "$folder"
-    if ! git -C "$ROOT" archive "$spec" kernels 2>/dev/null | tar -x -C "$folder" 2>/dev/null; then
-      echo "ab_kernels: variant '$name': '$spec' is neither built-in, a folder nor a revision" >&2
-      exit 2
-    fi
-    folder="$folder/kernels"
+  if ! folder="$(bash "$ROOT/scripts/kernel_variant.sh" "$spec" "$OUT/sources/$name")"; then
+    echo "ab_kernels: variant '$name' (above)" >&2
+    exit 2
   fi
   NAMES+=("$name"); FOLDERS+=("$folder"); DEFINES+=("$define")
 done

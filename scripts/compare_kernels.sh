@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compares the compiled code of two kernel sources on the CPU (no GPU): the built-in kernels of this build against a
-# folder's (MOEGEMM_KERNEL_DIR, docs/jit.md) or another revision's kernels/ (exported with git archive), or against
+# folder's (MOEGEMM_KERNEL_DIR, docs/jit.md), a patch's (experiments/) or another revision's kernels/ (exported with
+# git archive, scripts/kernel_variant.sh), or against
 # the built-in kernels of another build (--build: needed when the change touches a file the host code shares, such
 # as common/scheduler.cuh or sm90/gemm_params.cuh, which a kernel folder may not change). Both go through
 # scripts/sass_loops.sh (the compile checks' configurations, or a gtest filter); then, per configuration, whether
@@ -8,7 +9,7 @@
 # size, the K blocks). The compiles are deterministic, so "same" means the sources change nothing there.
 # Meant for changes that should not change the code (a file split, a rename) and for reading what one does.
 #
-# Usage: scripts/compare_kernels.sh FOLDER|REVISION [gtest filter]
+# Usage: scripts/compare_kernels.sh FOLDER|FILE.patch|REVISION [gtest filter]
 #        scripts/compare_kernels.sh --build OTHER_BUILD_DIR [gtest filter]
 #   (another revision's build: git worktree add /tmp/base REV && cmake -S /tmp/base -B /tmp/base/build -G Ninja
 #    && ninja -C /tmp/base/build moegemm_tests)
@@ -33,13 +34,9 @@ mkdir -p "$OUT"
 if [ -n "$OTHER_BUILD" ]; then
   [ -x "$OTHER_BUILD/tests/moegemm_tests" ] || { echo "compare_kernels: $OTHER_BUILD/tests/moegemm_tests not built" >&2; exit 2; }
   FOLDER="$(cd "$OTHER_BUILD" && pwd)"
-elif [ -d "$OTHER" ]; then
-  FOLDER="$(cd "$OTHER" && pwd)"
 else
-  FOLDER="$OUT/other"
-  rm -rf "$FOLDER" && mkdir -p "$FOLDER"
-  git -C "$ROOT" archive "$OTHER" kernels | tar -x -C "$FOLDER" || { echo "compare_kernels: $OTHER is neither a folder nor a revision" >&2; exit 2; }
-  FOLDER="$FOLDER/kernels"
+  FOLDER="$(bash "$ROOT/scripts/kernel_variant.sh" "$OTHER" "$OUT/other")" || exit 2
+  [ -n "$FOLDER" ] || { echo "compare_kernels: compare the built-in kernels with a folder, a .patch or a revision" >&2; exit 2; }
 fi
 # Each side in its own cache folder: a disk hit would hide nothing (the keys differ), but keeps the user's cache clean.
 env -u MOEGEMM_KERNEL_DIR MOEGEMM_CACHE_DIR="$OUT/cache-built-in" SASS_LOOPS_DIR="$OUT/built-in" \

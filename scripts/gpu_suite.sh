@@ -7,7 +7,7 @@
 #   BUILD_DIR    build folder (default build-gpu in the repository root)
 #   RESULTS_DIR  logs and JSON (default results/<UTC date> in the repository root)
 #   SUITES       benchmark suites, space- or comma-separated (default "dense contiguous masked";
-#                all: dense contiguous masked wgrad kgrouped bf16)
+#                all: dense contiguous masked wgrad kgrouped bf16; none: the build and the tests only)
 #   BENCH_ARGS   moegemm-bench flags (default "--kernel-time": the tables add moegemm's kernel time, as the anchor's
 #                tables were measured), e.g. "--iters 50 --kernel-time" or "--no-check"
 #   JOBS         parallel build and kernel-compile jobs (default: all cores)
@@ -21,6 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu}"
 RESULTS_DIR="${RESULTS_DIR:-$ROOT/results/$(date -u +%Y-%m-%d)}"
 SUITES="${SUITES:-dense contiguous masked}"
+if [ "$SUITES" = none ]; then SUITES=""; fi
 if [ -z "${BENCH_ARGS+set}" ]; then BENCH_ARGS="--kernel-time"; fi  # set but empty: no extra flags
 JOBS="${JOBS:-$(nproc)}"
 
@@ -81,7 +82,9 @@ STATUS=0
 # ---- Kernels ------------------------------------------------------------------------------------------------------
 # The benchmark rows' kernels, each compiled once on JOBS threads into the kernel cache before anything runs, so that
 # the benchmark loads them instead of compiling them one after the other on first use.
-if "$BENCH" --precompile --suite "${SUITES// /,}" --jobs "$JOBS" > "$RESULTS_DIR/precompile.log" 2>&1; then
+if [ -z "$SUITES" ]; then
+  say "precompile: no benchmark suites (SUITES=none)"
+elif "$BENCH" --precompile --suite "${SUITES// /,}" --jobs "$JOBS" > "$RESULTS_DIR/precompile.log" 2>&1; then
   say "precompile: $(tail -n 1 "$RESULTS_DIR/precompile.log")"
 else
   STATUS=1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest check of scripts/compare_kernels.sh on one configuration (no GPU needed): this tree's own kernels/ folder
 # compiles to the built-in instructions (exit 0), so does this build compared as another build (--build), and a copy
-# with one instruction added to the kernel does not (exit 1, the configuration named). Exit 77 (CTest: skipped, with the reason printed) without nvdisasm.
+# with one instruction added to the kernel does not (exit 1, the configuration named), nor does the same edit given
+# as a patch of kernels/. Exit 77 (CTest: skipped, with the reason printed) without nvdisasm.
 # Usage: compare_kernels_test.sh BUILD_DIR
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -45,4 +46,15 @@ if [ $rc -ne 1 ] || ! grep -q 'bm128_bn128_st4_layout0_cm1_recipe1_mn0 differs' 
   cat "$WORK/changed.txt"
   exit 1
 fi
-echo "compare_kernels.sh: same for the tree's kernels and for this build as another, different for a changed copy"
+# The same edit as a patch of kernels/ (the form experiments/ keeps), through scripts/kernel_variant.sh.
+(cd "$WORK" && diff -u --label a/kernels/sm90/gemm.cuh --label b/kernels/sm90/gemm.cuh \
+   "$ROOT/kernels/sm90/gemm.cuh" changed/sm90/gemm.cuh > "$WORK/nanosleep.patch")
+COMPARE_DIR="$WORK/patch-out" bash "$ROOT/scripts/compare_kernels.sh" "$WORK/nanosleep.patch" "$FILTER" > "$WORK/patch.txt" 2>&1
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q 'bm128_bn128_st4_layout0_cm1_recipe1_mn0 differs' "$WORK/patch.txt"; then
+  echo "FAIL: the kernels with the patch applied were not reported as different (exit $rc):"
+  cat "$WORK/patch.txt"
+  exit 1
+fi
+echo "compare_kernels.sh: same for the tree's kernels and for this build as another, different for a changed copy"\
+     "and for the same change as a patch"
