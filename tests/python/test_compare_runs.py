@@ -101,7 +101,7 @@ def test_ab_kernels_builds_one_bench_call_per_variant_and_round(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["main=built-in"], "at least two variants"),
     (["a=built-in", "a=built-in"], "given twice"),
-    (["a=built-in", "b=no-such-revision-or-folder"], "neither built-in, a folder nor a revision"),
+    (["a=built-in", "b=no-such-revision-or-folder"], "neither built-in, a folder, a .patch file nor a revision"),
     (["--rounds", "0", "a=built-in", "b=built-in"], "--rounds must be a positive integer"),
     (["a=built-in", "bad name=built-in"], "letters, digits"),
 ])
