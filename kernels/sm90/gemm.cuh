@@ -59,6 +59,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
   // B's block scales: copied into each stage by the producer (b_block_scales_in_stages).
   constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe);
+  // A's scales by 4-byte cp.async from every producer lane instead of TMA (gemm_sfa_by_threads: packed group ends).
+  constexpr bool kSfaByThreads = gemm_sfa_by_threads(kRecipe, kKind, kSegmentAlignment);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 192 || kBlockM == 256,
@@ -153,8 +155,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
     if constexpr (kTmaStore) tma_prefetch_descriptor(&params.tma_d);
     for (int s = 0; s < kStages; ++s) {
-      // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
-      mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
+      // Arrivals per phase: the issuer's arrive.expect_tx, its cp.async arrival when it copies B's scales, and every
+      // producer lane's when they copy A's scales.
+      mbarrier_init(&full_bar[s], (kBScalesInStages ? 2 : 1) + (kSfaByThreads ? 32 : 0));
       // One arrival per consumer warp of the pair (ping-pong: of the warpgroup whose tile the stage holds).
       mbarrier_init(&empty_bar[s], (kPingPong ? 1 : kMathWGs) * 4 * kPairSize);
     }
@@ -285,7 +288,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                     } else {
                       tma_load_2d(a_dst, &params.tma_a, bar, k_coord, a_row);
                     }
-                    if constexpr (!kUnscaled) tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, kb);
+                    if constexpr (!kUnscaled && !kSfaByThreads) tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, kb);
                   }
                   // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches
                   // its half of the tile's rows for both CTAs.
@@ -313,6 +316,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                     cp_async_mbarrier_arrive(bar);
                   }
                 }
+              }
+              if constexpr (kSfaByThreads) {
+                // The tile's rows' scales, a row per lane at a time; rows past A's (never stored) read its last row's.
+                // (Rolled: unrolled, the copies' addresses stayed live in the 40-register producer, which spilled.)
+                const float* sfa_kb = params.sfa + kb * params.sfa_k_stride;
+#pragma unroll 1
+                for (int r = static_cast<int>(lane); r < kBlockM; r += 32) {
+                  cp_async_4(sfa_dst + r * 4, sfa_kb + min(a_row + r, prob.rows - 1));
+                }
+                cp_async_mbarrier_arrive(bar);
               }
               __syncwarp();
               cur.advance<kStages>();

@@ -78,6 +78,10 @@ struct GemmParams {
   // FP32 D through TMA with C being D (in-place accumulation): tiles whose reduction spans at least this many K
   // elements add their result into D by TMA reduce-add instead of loading C (fp32_reduce_min_k); 0: never.
   int reduce_min_k;
+  // A's scales as a pointer, for the kernels that copy them with threads (gemm_sfa_by_threads): element (row, kb) at
+  // sfa[kb * sfa_k_stride + row] (MN-major). (Last, so that every other field keeps its offset.)
+  const float* sfa;
+  long long sfa_k_stride;
 };
 
 // Parameters of the k-grouped FP8 descriptor step (sm90/kgrouped_descriptors.cuh).
@@ -351,6 +355,15 @@ struct GemmSmemLayout {
   int bytes;         // from the aligned base
   int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
 };
+
+// FP8 group-ends kernels whose experts may start at any row (segment alignment 1 or 2) copy A's scales with 4-byte
+// cp.async instead of TMA: the copy engine faults (an illegal instruction) on a box whose innermost coordinate is
+// not 16-byte aligned, and the scales are MN-major FP32, so a box can only start at a multiple of 4 rows (seen on the
+// H200: docs/results/2026-12-05-packed-group-ends-prepared.md). Their stages' TMA bytes leave A's scales out.
+MOEGEMM_HD constexpr bool gemm_sfa_by_threads(int recipe, int kind, int segment_alignment) {
+  return !recipe_is_bf16(recipe) && kind == static_cast<int>(GroupedKind::kContiguousGroupEnds) &&
+         segment_alignment % 4 != 0;
+}
 
 // Bytes the TMA boxes of one stage deliver (out-of-bounds elements count too) when A's box holds a_rows rows: A's
 // 128-byte rows, B's, A's scales (FP8) and B's row scales (recipe (1,1,128)).

@@ -180,6 +180,13 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   if (kgrouped_fp8) ta.rank = 2, ta.dims[0] = kFp8BlockK, ta.dims[1] = a.rows, ta.strides_bytes[0] = kFp8BlockK;
   p.tma_a = make_tma_descriptor(ta);
   p.tx_bytes = kernels::sm90::gemm_stage_tx_bytes(a_rows_boxed, c.block_n, a.recipe);
+  // Packed group ends (gemm_sfa_by_threads): A's scales come by cp.async, not in the stage's TMA bytes.
+  if (kernels::sm90::gemm_sfa_by_threads(a.recipe, static_cast<int>(a.layout),
+                                         kernel_segment_alignment(a.layout, a.segment_alignment))) {
+    p.tx_bytes -= static_cast<unsigned>(a_rows_boxed * 4);
+  }
+  p.sfa = a.sfa;
+  p.sfa_k_stride = a.sfa_mn_stride;
 
   TmaSpec tb;
   tb.what = "b.data";

@@ -186,5 +186,27 @@ TEST(StageBytes, MaskedABoxesCoverTheValidRowsAndStayInsideTheTile) {
   EXPECT_EQ(masked_a_boxes(300, 256), 8);
 }
 
+// Packed group ends (segment alignment 1 or 2) copy A's scales with threads: a TMA box of MN-major FP32 scales can
+// only start at a multiple of 4 rows (the copy engine faults on an innermost coordinate that is not 16-byte aligned),
+// and their experts start at any row. Every other kernel keeps the TMA copy; BF16 has no scales.
+TEST(StageBytes, OnlyPackedFp8GroupEndsCopyAsScalesWithThreads) {
+  using kernels::GroupedKind;
+  using kernels::sm90::gemm_sfa_by_threads;
+  constexpr int kEnds = static_cast<int>(GroupedKind::kContiguousGroupEnds);
+  for (int recipe : {0, 1}) {
+    EXPECT_TRUE(gemm_sfa_by_threads(recipe, kEnds, 1));
+    EXPECT_TRUE(gemm_sfa_by_threads(recipe, kEnds, 2));
+    for (int alignment : {4, 8, 16, 64, 128, 1024}) EXPECT_FALSE(gemm_sfa_by_threads(recipe, kEnds, alignment));
+  }
+  for (GroupedKind kind : {GroupedKind::kDense, GroupedKind::kContiguousRowToGroup, GroupedKind::kMasked,
+                           GroupedKind::kKGrouped}) {
+    EXPECT_FALSE(gemm_sfa_by_threads(0, static_cast<int>(kind), 128));
+  }
+  for (int bf16 : {2, 3, 4}) {
+    ASSERT_TRUE(kernels::sm90::recipe_is_bf16(bf16)) << bf16;
+    EXPECT_FALSE(gemm_sfa_by_threads(bf16, kEnds, 1)) << bf16;
+  }
+}
+
 }  // namespace
 }  // namespace moegemm
