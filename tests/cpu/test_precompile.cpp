@@ -27,6 +27,18 @@ class Precompile : public ::testing::Test {
   test::ScopedCacheFolder folder_;
 };
 
+// `request` must throw Error(kInvalidArgument) with `part` in its message.
+template <typename Request>
+void expect_invalid(Request&& request, const std::string& part) {
+  try {
+    request();
+    ADD_FAILURE() << "expected an error containing: " << part;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Precompile, FirstRequestCompilesThePlannedKernelIntoTheCacheSecondFindsIt) {
   const KernelConfig plan = plan_fp8_gemm_nt(4096, 7168, 2048);
   const std::vector<PrecompiledKernel> first = precompile_fp8_gemm_nt(4096, 7168, 2048);
@@ -97,15 +109,6 @@ TEST_F(Precompile, GroupEndsQueriesNameTheirSegmentAlignment) {
 }
 
 TEST_F(Precompile, SegmentAlignmentIsCheckedAsTheCallChecksIt) {
-  auto expect_invalid = [](auto&& request, const std::string& part) {
-    try {
-      request();
-      ADD_FAILURE() << "expected an error containing: " << part;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  };
   const jit::JitStats before = jit::jit_stats();
   expect_invalid([] { precompile_fp8_gemm_nt(8192, 4096, 7168, 8, 0, GemmLayout::kContiguousGroupEnds, 3); },
                  "segment_alignment: must be a power of two from 1 to 1024 (group ends), got 3");
@@ -177,15 +180,6 @@ TEST_F(Precompile, ABatchCompilesEachDistinctKernelOnceInTheOrderTheQueriesNameT
 }
 
 TEST_F(Precompile, ABatchNamesItsBadQueryBeforeCompilingAnything) {
-  auto expect_invalid = [](auto&& request, const std::string& part) {
-    try {
-      request();
-      ADD_FAILURE() << "expected an error containing: " << part;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  };
   const jit::JitStats before = jit::jit_stats();
   WarmupQueries batch;
   batch.fp8_nt.push_back({4096, 4096, 7168});
