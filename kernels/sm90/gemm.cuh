@@ -59,8 +59,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
   // B's block scales: copied into each stage by the producer (b_block_scales_in_stages).
   constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe);
-  // A's scales by 4-byte cp.async from every producer lane instead of TMA (gemm_sfa_by_threads: packed group ends).
-  constexpr bool kSfaByThreads = gemm_sfa_by_threads(kRecipe, kKind, kSegmentAlignment);
+  // A's scales loaded from the tile's first row rounded down to 4, with a tail box (gemm_sfa_shifted: FP8 packed group
+  // ends), and read from the row's shift.
+  constexpr bool kSfaShifted = gemm_sfa_shifted(kRecipe, kKind, kSegmentAlignment);
   constexpr int kStageK = stage_k(kRecipe);  // K elements per stage
   constexpr int kRowBytes = 128;             // bytes per stage row: one 128-byte swizzle atom
   static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 192 || kBlockM == 256,
@@ -103,7 +104,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(gemm_split_k_supported(kRecipe, kKind, kBlockM, kBlockN, kSplitK) &&
                     (kSplitK == 1 || (kClusterM == 1 && kClusterN == 1)),
                 "split K: see gemm_split_k_supported (sm90/gemm_params.cuh); no multicast pair besides");
-  constexpr GemmSmemLayout kSmem = gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK);
+  constexpr GemmSmemLayout kSmem =
+      gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK, kSfaShifted);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // Ping-pong (gemm_ping_pong: BF16 with FP32 D on 128-row tiles): each math warpgroup computes every other tile of
   // the CTA whole, as two 64-row waves, so that one warpgroup's epilogue runs while the other's WGMMAs keep the tensor
@@ -152,12 +154,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     tma_prefetch_descriptor(&params.tma_a);
     tma_prefetch_descriptor(&params.tma_b);
     if constexpr (!kUnscaled) tma_prefetch_descriptor(&params.tma_sfa);
+    if constexpr (kSfaShifted) tma_prefetch_descriptor(&params.tma_sfa_tail);
     if constexpr (kRowScaledB) tma_prefetch_descriptor(&params.tma_sfb);
     if constexpr (kTmaStore) tma_prefetch_descriptor(&params.tma_d);
     for (int s = 0; s < kStages; ++s) {
-      // Arrivals per phase: the issuer's arrive.expect_tx, its cp.async arrival when it copies B's scales, and every
-      // producer lane's when they copy A's scales.
-      mbarrier_init(&full_bar[s], (kBScalesInStages ? 2 : 1) + (kSfaByThreads ? 32 : 0));
+      // Arrivals per phase: the issuer's arrive.expect_tx, and its cp.async arrival when it copies B's scales.
+      mbarrier_init(&full_bar[s], kBScalesInStages ? 2 : 1);
       // One arrival per consumer warp of the pair (ping-pong: of the warpgroup whose tile the stage holds).
       mbarrier_init(&empty_bar[s], (kPingPong ? 1 : kMathWGs) * 4 * kPairSize);
     }
@@ -288,7 +290,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                     } else {
                       tma_load_2d(a_dst, &params.tma_a, bar, k_coord, a_row);
                     }
-                    if constexpr (!kUnscaled && !kSfaByThreads) tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, kb);
+                    if constexpr (kSfaShifted) {
+                      const int sfa_row = a_row & ~3;  // a 16-byte-aligned innermost coordinate
+                      tma_load_2d(sfa_dst, &params.tma_sfa, bar, sfa_row, kb);
+                      tma_load_2d(sfa_dst + kBlockM * 4, &params.tma_sfa_tail, bar, sfa_row + kBlockM, kb);
+                    } else if constexpr (!kUnscaled) {
+                      tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, kb);
+                    }
                   }
                   // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches
                   // its half of the tile's rows for both CTAs.
@@ -316,16 +324,6 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                     cp_async_mbarrier_arrive(bar);
                   }
                 }
-              }
-              if constexpr (kSfaByThreads) {
-                // The tile's rows' scales, a row per lane at a time; rows past A's (never stored) read its last row's.
-                // (Rolled: unrolled, the copies' addresses stayed live in the 40-register producer, which spilled.)
-                const float* sfa_kb = params.sfa + kb * params.sfa_k_stride;
-#pragma unroll 1
-                for (int r = static_cast<int>(lane); r < kBlockM; r += 32) {
-                  cp_async_4(sfa_dst + r * 4, sfa_kb + min(a_row + r, prob.rows - 1));
-                }
-                cp_async_mbarrier_arrive(bar);
               }
               __syncwarp();
               cur.advance<kStages>();
@@ -436,6 +434,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
       passes.start(prob, w);
+      // kSfaShifted: the stage holds A's scales from the tile's first row rounded down to 4; row r's is r's shift on.
+      const u32 sfa_shift = kSfaShifted ? static_cast<u32>(warp_uniform(w.a_row) & 3) * 4 : 0u;
       if constexpr (kPingPong) {
         // The other warpgroup's tile: its K blocks pass through the stages, in order, to that warpgroup.
         const bool mine = (tile_count & 1) == static_cast<int>(wg_uniform);
@@ -536,7 +536,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 sa_lo[v] = 1.0f;
                 sa_hi[v] = 1.0f;
                 if constexpr (!kUnscaled) {
-                  const u32 sfa_wave = sfa_addr + stage * kSmem.sfa_bytes + v * kWaveRows * 4;
+                  const u32 sfa_wave = sfa_addr + sfa_shift + stage * kSmem.sfa_bytes + v * kWaveRows * 4;
                   sa_lo[v] = load_shared_f32(sfa_wave);
                   sa_hi[v] = load_shared_f32(sfa_wave + 8 * 4);
                 }

@@ -78,10 +78,9 @@ struct GemmParams {
   // FP32 D through TMA with C being D (in-place accumulation): tiles whose reduction spans at least this many K
   // elements add their result into D by TMA reduce-add instead of loading C (fp32_reduce_min_k); 0: never.
   int reduce_min_k;
-  // A's scales as a pointer, for the kernels that copy them with threads (gemm_sfa_by_threads): element (row, kb) at
-  // sfa[kb * sfa_k_stride + row] (MN-major). (Last, so that every other field keeps its offset.)
-  const float* sfa;
-  long long sfa_k_stride;
+  // FP8 packed group ends (gemm_sfa_shifted): A's scales' 4-row tail box, {4, 1}, loaded after the tile's block_m
+  // rows. (Last, so that every other field keeps its offset.)
+  TmaDescriptor tma_sfa_tail;
 };
 
 // Parameters of the k-grouped FP8 descriptor step (sm90/kgrouped_descriptors.cuh).
@@ -356,11 +355,14 @@ struct GemmSmemLayout {
   int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
 };
 
-// FP8 group-ends kernels whose experts may start at any row (segment alignment 1 or 2) copy A's scales with 4-byte
-// cp.async instead of TMA: the copy engine faults (an illegal instruction) on a box whose innermost coordinate is
-// not 16-byte aligned, and the scales are MN-major FP32, so a box can only start at a multiple of 4 rows (seen on the
-// H200: docs/results/2026-12-05-packed-group-ends-prepared.md). Their stages' TMA bytes leave A's scales out.
-MOEGEMM_HD constexpr bool gemm_sfa_by_threads(int recipe, int kind, int segment_alignment) {
+// FP8 group-ends kernels whose experts may start at any row (segment alignment 1 or 2) load A's scales shifted: the
+// copy engine faults (an illegal instruction) on a box whose innermost coordinate is not 16-byte aligned, and A's
+// scales are MN-major FP32, so a box can only start at a multiple of 4 rows (seen on the H200:
+// docs/results/2026-12-05-packed-group-ends-prepared.md). Their tiles load the block_m rows from the tile's first row
+// rounded down to 4, then the 4 rows after those in a second box (kSfaTailRows), into a stage region 16 bytes
+// longer; the consumers read from the row's shift. (Copying them with 4-byte cp.async instead ran 12-19% slower.)
+inline constexpr int kSfaTailRows = 4;
+MOEGEMM_HD constexpr bool gemm_sfa_shifted(int recipe, int kind, int segment_alignment) {
   return !recipe_is_bf16(recipe) && kind == static_cast<int>(GroupedKind::kContiguousGroupEnds) &&
          segment_alignment % 4 != 0;
 }
@@ -403,14 +405,15 @@ MOEGEMM_HD constexpr int masked_a_boxes(int valid_rows, int block_m) {
 // with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in
 // gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
-                                                     bool tma_store = false, int k_splits = 1) {
+                                                     bool tma_store = false, int k_splits = 1,
+                                                     bool sfa_shifted = false) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
   const bool fp32_out = recipe_has_fp32_out(recipe);
   GemmSmemLayout l{};
   l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
   l.b_bytes = block_n * 128;
-  l.sfa_bytes = unscaled ? 0 : align_up(block_m * 4, 128);
+  l.sfa_bytes = unscaled ? 0 : align_up((block_m + (sfa_shifted ? kSfaTailRows : 0)) * 4, 128);
   l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe) ? 16 : 0;
   l.stage_pitch = fp32_out ? (tma_store ? block_n * 4 : 0) : tma_store ? block_n * 2 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch * (tma_store ? gemm_waves(block_m) : 1);

@@ -118,12 +118,15 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   if (p.empty) return;
   const int sms = resolve_num_sms(p.max_sms);
   KernelConfig config;
+  const kernels::GroupedKind layout = to_launch(p).layout;
   if (p.config != nullptr) {
-    const kernels::GroupedKind layout = to_launch(p).layout;
     config = checked_override(*p.config, sms, 0, layout,
                               [&](const KernelConfig& c) { plan::check_fp8_1d2d_config(c, layout); });
   } else {
-    config = plan_fp8_1d2d(shape_hint(p), sms, to_launch(p).layout);
+    config = plan_fp8_1d2d(shape_hint(p), sms, layout);
+  }
+  if (kernels::sm90::gemm_sfa_shifted(0, static_cast<int>(layout), p.segment_alignment)) {
+    config = plan::with_shifted_scales(config, 0, layout, p.config != nullptr);
   }
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }

@@ -76,6 +76,9 @@ PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m
   validate::check_segment_alignment(segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
                                     "segment_alignment");
   planned.segment_alignment = segment_alignment;
+  if (kernels::sm90::gemm_sfa_shifted(0, static_cast<int>(planned.layout), segment_alignment)) {
+    planned.config = plan::with_shifted_scales(planned.config, 0, planned.layout, false);  // as the call plans it
+  }
   return planned;
 }
 

@@ -180,13 +180,10 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   if (kgrouped_fp8) ta.rank = 2, ta.dims[0] = kFp8BlockK, ta.dims[1] = a.rows, ta.strides_bytes[0] = kFp8BlockK;
   p.tma_a = make_tma_descriptor(ta);
   p.tx_bytes = kernels::sm90::gemm_stage_tx_bytes(a_rows_boxed, c.block_n, a.recipe);
-  // Packed group ends (gemm_sfa_by_threads): A's scales come by cp.async, not in the stage's TMA bytes.
-  if (kernels::sm90::gemm_sfa_by_threads(a.recipe, static_cast<int>(a.layout),
-                                         kernel_segment_alignment(a.layout, a.segment_alignment))) {
-    p.tx_bytes -= static_cast<unsigned>(a_rows_boxed * 4);
-  }
-  p.sfa = a.sfa;
-  p.sfa_k_stride = a.sfa_mn_stride;
+  // Packed FP8 group ends (gemm_sfa_shifted): A's scales come in two boxes, the tile's rows and a 4-row tail.
+  const bool sfa_shifted = kernels::sm90::gemm_sfa_shifted(a.recipe, static_cast<int>(a.layout),
+                                                           kernel_segment_alignment(a.layout, a.segment_alignment));
+  if (sfa_shifted) p.tx_bytes += static_cast<unsigned>(kernels::sm90::kSfaTailRows * 4);
 
   TmaSpec tb;
   tb.what = "b.data";
@@ -225,6 +222,9 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   if (!bf16) {
     const std::uint64_t k_rows = masked ? static_cast<std::uint64_t>(a.num_groups) * num_kb : num_kb;
     p.tma_sfa = scale_descriptor("a.scales", a.sfa, a.sfa_mn_stride, k_rows, a_rows_boxed);
+    if (sfa_shifted) {
+      p.tma_sfa_tail = scale_descriptor("a.scales", a.sfa, a.sfa_mn_stride, k_rows, kernels::sm90::kSfaTailRows);
+    }
   }
   if (row_scaled_b) p.tma_sfb = scale_descriptor("b.scales", a.sfb, a.sfb_mn_stride, num_kb, c.block_n);
   // D leaves through TMA stores (BF16 D in 64-column boxes, row-limited tiles): bf16 [rows, N], or [G, capacity,
@@ -264,7 +264,8 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     if (fp32 && a.add_c && a.c == nullptr) p.reduce_min_k = kernels::sm90::kFp32ReduceMinK;
   }
   const int layout_bytes =
-      kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store, c.k_splits).launch_bytes;
+      kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store, c.k_splits, sfa_shifted)
+          .launch_bytes;
   if (c.smem_bytes < layout_bytes) {
     throw Error(ErrorCode::kInternal, "launch: configuration sized for " + std::to_string(c.smem_bytes) +
                                           " bytes of shared memory, the kernel needs " + std::to_string(layout_bytes));

@@ -48,9 +48,26 @@ int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind l
   return stages;
 }
 
-int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
+int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout, bool sfa_shifted) {
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
-  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits).launch_bytes;
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, sfa_shifted)
+      .launch_bytes;
+}
+
+KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, bool forced) {
+  config.smem_bytes = gemm_smem_bytes(config, recipe, layout, true);
+  while (config.smem_bytes > kMaxSmemBytes) {
+    if (forced || config.stages <= 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "options.config: " + config.to_string() + ": with segments at alignment 1 or 2 A's scales take " +
+                      std::to_string(kernels::sm90::kSfaTailRows * 4) +
+                      " more bytes a stage, and the tile and stages then need more shared memory than an SM has (" +
+                      std::to_string(kMaxSmemBytes) + " bytes): use fewer stages");
+    }
+    --config.stages;
+    config.smem_bytes = gemm_smem_bytes(config, recipe, layout, true);
+  }
+  return config;
 }
 
 namespace {

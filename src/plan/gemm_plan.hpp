@@ -105,7 +105,12 @@ void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe rec
 // Dynamic shared memory a configuration launches with, laid out as the kernel for `recipe`
 // (kernels::sm90::GemmRecipe as int) and `layout` lays it out (D's staging differs where it leaves through TMA:
 // kernels::sm90::gemm_tma_store).
-int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind layout);
+int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind layout, bool sfa_shifted = false);
+
+// FP8 packed group ends (kernels::sm90::gemm_sfa_shifted: segment alignment 1 or 2): A's scales take 16 more bytes a
+// stage. The configuration with its shared memory recomputed so; a planned one (`forced` false) drops stages until
+// it fits, a forced one that no longer fits is refused (Error kInvalidArgument, "options.config: ...").
+KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, bool forced);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
 int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout, int k_splits = 1);

@@ -679,3 +679,45 @@ TEST(Fp8Plan, NoHintMeansTheCallsDefaultOfRowsPerExpert) {
 }
 }  // namespace
 }  // namespace moegemm
+
+namespace moegemm {
+namespace {
+
+// Packed FP8 group ends (segment alignment 1 or 2): A's scales take 16 more bytes a stage. A planned configuration
+// keeps its tile and drops stages only where it no longer fits; a forced one that no longer fits is refused, naming
+// the rule; one that fits keeps its stages.
+TEST(Fp8Plan, ShiftedScalesKeepTheTileAndFitInSharedMemory) {
+  using kernels::GroupedKind;
+  int dropped = 0;
+  for (int block_m : {64, 128, 256}) {
+    for (int block_n = 16; block_n <= 192; block_n += 16) {
+      const int stages = plan::gemm_max_stages(block_m, block_n, 0, GroupedKind::kContiguousGroupEnds);
+      KernelConfig c;
+      c.block_m = block_m, c.block_n = block_n, c.stages = stages;
+      c.math_warpgroups = kernels::sm90::gemm_math_warpgroups(block_m);
+      const KernelConfig shifted = plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, false);
+      EXPECT_EQ(shifted.block_m, block_m);
+      EXPECT_EQ(shifted.block_n, block_n);
+      EXPECT_LE(shifted.smem_bytes, plan::kMaxSmemBytes);
+      EXPECT_EQ(shifted.smem_bytes, plan::gemm_smem_bytes(shifted, 0, GroupedKind::kContiguousGroupEnds, true));
+      EXPECT_GE(shifted.stages, stages - 1);
+      if (shifted.stages < stages) {
+        ++dropped;
+        try {
+          plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, true);
+          ADD_FAILURE() << c.to_string() << ": a forced configuration that no longer fits was accepted";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+          EXPECT_NE(std::string(e.what()).find("options.config: "), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("use fewer stages"), std::string::npos) << e.what();
+        }
+      } else {
+        EXPECT_NO_THROW(plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, true));
+      }
+    }
+  }
+  EXPECT_GT(dropped, 0) << "some full-depth tiles should need one stage fewer (the rule is exercised)";
+}
+
+}  // namespace
+}  // namespace moegemm

@@ -186,25 +186,36 @@ TEST(StageBytes, MaskedABoxesCoverTheValidRowsAndStayInsideTheTile) {
   EXPECT_EQ(masked_a_boxes(300, 256), 8);
 }
 
-// Packed group ends (segment alignment 1 or 2) copy A's scales with threads: a TMA box of MN-major FP32 scales can
+// Packed FP8 group ends (segment alignment 1 or 2) load A's scales shifted: a TMA box of MN-major FP32 scales can
 // only start at a multiple of 4 rows (the copy engine faults on an innermost coordinate that is not 16-byte aligned),
-// and their experts start at any row. Every other kernel keeps the TMA copy; BF16 has no scales.
-TEST(StageBytes, OnlyPackedFp8GroupEndsCopyAsScalesWithThreads) {
+// and their experts start at any row. So their stage region holds block_m + 4 rows (the tail box after the tile's
+// rows), inside the stage's own region; every other kernel keeps the layout it had. BF16 has no scales.
+TEST(StageBytes, OnlyPackedFp8GroupEndsLoadAsScalesShiftedWithATail) {
   using kernels::GroupedKind;
-  using kernels::sm90::gemm_sfa_by_threads;
+  using kernels::sm90::gemm_sfa_shifted;
+  using kernels::sm90::gemm_smem_layout;
+  using kernels::sm90::kSfaTailRows;
   constexpr int kEnds = static_cast<int>(GroupedKind::kContiguousGroupEnds);
   for (int recipe : {0, 1}) {
-    EXPECT_TRUE(gemm_sfa_by_threads(recipe, kEnds, 1));
-    EXPECT_TRUE(gemm_sfa_by_threads(recipe, kEnds, 2));
-    for (int alignment : {4, 8, 16, 64, 128, 1024}) EXPECT_FALSE(gemm_sfa_by_threads(recipe, kEnds, alignment));
+    EXPECT_TRUE(gemm_sfa_shifted(recipe, kEnds, 1));
+    EXPECT_TRUE(gemm_sfa_shifted(recipe, kEnds, 2));
+    for (int alignment : {4, 8, 16, 64, 128, 1024}) EXPECT_FALSE(gemm_sfa_shifted(recipe, kEnds, alignment));
   }
   for (GroupedKind kind : {GroupedKind::kDense, GroupedKind::kContiguousRowToGroup, GroupedKind::kMasked,
                            GroupedKind::kKGrouped}) {
-    EXPECT_FALSE(gemm_sfa_by_threads(0, static_cast<int>(kind), 128));
+    EXPECT_FALSE(gemm_sfa_shifted(0, static_cast<int>(kind), 128));
   }
   for (int bf16 : {2, 3, 4}) {
     ASSERT_TRUE(kernels::sm90::recipe_is_bf16(bf16)) << bf16;
-    EXPECT_FALSE(gemm_sfa_by_threads(bf16, kEnds, 1)) << bf16;
+    EXPECT_FALSE(gemm_sfa_shifted(bf16, kEnds, 1)) << bf16;
+  }
+  for (int block_m : {64, 128, 256}) {
+    const auto plain = gemm_smem_layout(block_m, 128, 3, 0, true);
+    const auto shifted = gemm_smem_layout(block_m, 128, 3, 0, true, 1, true);
+    EXPECT_GE(shifted.sfa_bytes, (block_m + kSfaTailRows) * 4) << block_m;  // the tail box stays in its stage
+    EXPECT_EQ(shifted.sfa_bytes % 128, 0) << block_m;
+    EXPECT_EQ(plain.sfa_bytes, block_m * 4) << block_m;
+    EXPECT_EQ(shifted.sfb_offset, shifted.sfa_offset + 3 * shifted.sfa_bytes) << block_m;
   }
 }
 
