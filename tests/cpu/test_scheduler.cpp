@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/scheduler.cuh"
+#include "sm90/gemm_params.cuh"
 
 namespace {
 
@@ -183,6 +184,22 @@ void check_fields(const Case& c, const Expected& e, const TileWork& w) {
   }
 }
 
+// A's FP8 scales are MN-major FP32 and the tile's first row is the innermost coordinate of their TMA box, which the
+// copy engine needs 16-byte aligned (a multiple of 4 rows; otherwise an illegal instruction, seen on the H200). Every
+// tile of every layout starts at such a row, or its kernel loads the scales from the row rounded down to 4
+// (kernels::sm90::gemm_sfa_shifted: group ends at a segment alignment of 1 or 2). Tile heights that are multiples of
+// 4 are the ones the kernels run (64 to 256).
+void check_scale_box_alignment(const Case& c, const TileWork& w) {
+  const SchedulerProblem& p = c.p;
+  if (p.block_m % 4 != 0) return;
+  const long long scale_row = p.kind == GroupedKind::kMasked ? w.a_row - static_cast<long long>(w.group) * p.rows
+                                                             : w.a_row;
+  const bool shifted = moegemm::kernels::sm90::gemm_sfa_shifted(0, static_cast<int>(p.kind), c.segment_alignment);
+  if (!shifted) ASSERT_EQ(scale_row % 4, 0) << describe(w) << ": A's scales' box would start off a 16-byte boundary";
+  ASSERT_EQ((scale_row & ~3LL) % 4, 0);
+  ASSERT_LE(scale_row - (scale_row & ~3LL), 3) << "the shift a shifted kernel reads its scales from";
+}
+
 // Simulates the epilogue of one tile over all its passes, stamping each stored element.
 void store_tile(const Case& c, const SchedulerProblem& p, const TileWork& w, std::vector<int>& stamps,
                 std::vector<int>& writer, std::vector<int>& zero_stores) {
@@ -269,6 +286,7 @@ void check_grid(const Case& c, const Expected& e, const std::vector<TileWork>& o
     for (size_t j = 0; j < seq.size(); ++j) {
       ASSERT_TRUE(same_work(seq[j], order[cta + j * num_ctas])) << "cta " << cta << " item " << j;
       check_fields(c, e, seq[j]);
+      check_scale_box_alignment(c, seq[j]);
       store_tile(c, p, seq[j], stamps, writer, zero_stores);
       if (::testing::Test::HasFatalFailure()) return;
     }
