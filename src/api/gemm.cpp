@@ -125,9 +125,7 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   } else {
     config = plan_fp8_1d2d(shape_hint(p), sms, layout);
   }
-  if (kernels::sm90::gemm_sfa_shifted(0, static_cast<int>(layout), p.segment_alignment)) {
-    config = plan::with_shifted_scales(config, 0, layout, p.config != nullptr);
-  }
+  config = plan::with_shifted_scales(config, 0, layout, p.segment_alignment, p.config != nullptr);
   launch::launch_gemm(to_launch(p), config, resolve_pdl(p.pdl), stream);
 }
 
@@ -214,7 +212,9 @@ void set_kgrouped_c(const validate::GemmProblem& p, launch::GemmLaunch& l) {
   l.ldc = distinct_c ? p.n : 0;
 }
 
-plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) { return api::kgrouped_hint(p.m, p.n, p.k, p.num_groups); }
+plan::ShapeHint kgrouped_hint(const validate::GemmProblem& p) {
+  return api::kgrouped_hint(p.m, p.n, p.k, p.num_groups);
+}
 
 }  // namespace
 

@@ -76,9 +76,8 @@ PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m
   validate::check_segment_alignment(segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
                                     "segment_alignment");
   planned.segment_alignment = segment_alignment;
-  if (kernels::sm90::gemm_sfa_shifted(0, static_cast<int>(planned.layout), segment_alignment)) {
-    planned.config = plan::with_shifted_scales(planned.config, 0, planned.layout, false);  // as the call plans it
-  }
+  // As the call plans it: packed FP8 group ends need 16 more bytes of shared memory a stage.
+  planned.config = plan::with_shifted_scales(planned.config, 0, planned.layout, segment_alignment, false);
   return planned;
 }
 

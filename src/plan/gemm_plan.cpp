@@ -54,7 +54,9 @@ int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layo
       .launch_bytes;
 }
 
-KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, bool forced) {
+KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, int segment_alignment,
+                                 bool forced) {
+  if (!kernels::sm90::gemm_sfa_shifted(recipe, static_cast<int>(layout), segment_alignment)) return config;
   config.smem_bytes = gemm_smem_bytes(config, recipe, layout, true);
   while (config.smem_bytes > kMaxSmemBytes) {
     if (forced || config.stages <= 2) {

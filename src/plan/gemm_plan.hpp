@@ -107,10 +107,12 @@ void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe rec
 // kernels::sm90::gemm_tma_store).
 int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind layout, bool sfa_shifted = false);
 
-// FP8 packed group ends (kernels::sm90::gemm_sfa_shifted: segment alignment 1 or 2): A's scales take 16 more bytes a
-// stage. The configuration with its shared memory recomputed so; a planned one (`forced` false) drops stages until
-// it fits, a forced one that no longer fits is refused (Error kInvalidArgument, "options.config: ...").
-KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, bool forced);
+// The configuration as a call at `segment_alignment` runs it: unchanged, but for FP8 packed group ends
+// (kernels::sm90::gemm_sfa_shifted: segment alignment 1 or 2), whose A's scales take 16 more bytes a stage. Those get
+// their shared memory recomputed so; a planned one (`forced` false) drops stages until it fits, a forced one that no
+// longer fits is refused (Error kInvalidArgument, "options.config: ...").
+KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, int segment_alignment,
+                                 bool forced);
 
 // The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
 int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout, int k_splits = 1);

@@ -695,7 +695,7 @@ TEST(Fp8Plan, ShiftedScalesKeepTheTileAndFitInSharedMemory) {
       KernelConfig c;
       c.block_m = block_m, c.block_n = block_n, c.stages = stages;
       c.math_warpgroups = kernels::sm90::gemm_math_warpgroups(block_m);
-      const KernelConfig shifted = plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, false);
+      const KernelConfig shifted = plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, 1, false);
       EXPECT_EQ(shifted.block_m, block_m);
       EXPECT_EQ(shifted.block_n, block_n);
       EXPECT_LE(shifted.smem_bytes, plan::kMaxSmemBytes);
@@ -704,7 +704,7 @@ TEST(Fp8Plan, ShiftedScalesKeepTheTileAndFitInSharedMemory) {
       if (shifted.stages < stages) {
         ++dropped;
         try {
-          plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, true);
+          plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, 1, true);
           ADD_FAILURE() << c.to_string() << ": a forced configuration that no longer fits was accepted";
         } catch (const Error& e) {
           EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -712,11 +712,23 @@ TEST(Fp8Plan, ShiftedScalesKeepTheTileAndFitInSharedMemory) {
           EXPECT_NE(std::string(e.what()).find("use fewer stages"), std::string::npos) << e.what();
         }
       } else {
-        EXPECT_NO_THROW(plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, true));
+        EXPECT_NO_THROW(plan::with_shifted_scales(c, 0, GroupedKind::kContiguousGroupEnds, 1, true));
       }
     }
   }
   EXPECT_GT(dropped, 0) << "some full-depth tiles should need one stage fewer (the rule is exercised)";
+  // Every other call keeps its configuration, shared memory included.
+  KernelConfig full;
+  full.block_m = 128, full.block_n = 96;
+  full.stages = plan::gemm_max_stages(128, 96, 0, GroupedKind::kContiguousGroupEnds);
+  full.smem_bytes = plan::gemm_smem_bytes(full, 0, GroupedKind::kContiguousGroupEnds);
+  for (int alignment : {4, 16, 128}) {
+    const KernelConfig same = plan::with_shifted_scales(full, 0, GroupedKind::kContiguousGroupEnds, alignment, true);
+    EXPECT_EQ(same.to_string(), full.to_string()) << alignment;
+  }
+  for (GroupedKind kind : {GroupedKind::kDense, GroupedKind::kMasked, GroupedKind::kContiguousRowToGroup}) {
+    EXPECT_EQ(plan::with_shifted_scales(full, 0, kind, 1, true).to_string(), full.to_string());
+  }
 }
 
 }  // namespace
