@@ -161,8 +161,8 @@ KernelConfig choose_fp8_config(const ShapeHint& hint, int num_sms, bool allow_cl
         if (!supported || bn % block_n_multiple != 0) continue;
         // The row-to-group kernel runs 256-row tiles (forced) but the planner keeps them off that layout: on the
         // eight contiguous idx rows they ran 3-13% slower than its 128x192 tiles, and 0-16% slower after its
-        // epilogue lost its branches, where group ends gains from them
-        // (docs/results/2026-12-03-rtg-tall-and-power.md, runs 5 and 8).
+        // epilogue lost its branches, and 0.4-8% slower again with TMA stores, where group ends gains from them
+        // (docs/results/2026-12-03-rtg-tall-and-power.md, runs 5 and 8; 2026-12-05-rtg-tiles-pairs-python.md, run 1).
         if (bm == 256 && layout == kernels::GroupedKind::kContiguousRowToGroup) continue;
         const double us = gemm_modelled_us(hint, bm, bn, cm, num_sms, recipe);
         // Ties (memory-bound shapes all hit the HBM floor) go to the smaller tile, and to no cluster.
