@@ -49,12 +49,9 @@ GemmProblem check_m_grouped(Family family, Grouping grouping, const TensorView& 
   p.b = check_matrix(b, {"b", DType::kBFloat16, 3, "[G, N, K]", Contiguous::kEither, "K-major", "MN-major"});
   p.d = check_matrix(d, {"d", DType::kBFloat16, ad_rank, d_shape, Contiguous::kLast, "row-major", ""});
 
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
   p.k = static_cast<int>(k);
   p.num_groups = static_cast<int>(groups);
-  p.expected_m = p.m;
-  p.empty = m == 0;
+  set_rows_and_columns(p, m, n, m == 0);
   return p;
 }
 
@@ -96,11 +93,8 @@ GemmProblem check_bf16_gemm(const TensorView& a, const TensorView& b, const Tens
   c_rule.name = "c";
   check_c(c, d, p.d, c_rule, p);
 
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
   p.k = static_cast<int>(k);
-  p.expected_m = p.m;
-  p.empty = m == 0;
+  set_rows_and_columns(p, m, n, m == 0);
   return p;
 }
 
@@ -154,10 +148,7 @@ GemmProblem check_k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& 
   check_c(c, d, p.d, c_rule, p);
   p.accumulate_into_d = c == nullptr;
 
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
-  p.expected_m = p.m;
-  p.empty = m == 0 || sum_k == 0;
+  set_rows_and_columns(p, m, n, m == 0 || sum_k == 0);
   return p;
 }
 

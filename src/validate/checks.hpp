@@ -84,6 +84,10 @@ void check_c(const TensorView* c, const TensorView& d, const Operand& d_operand,
 // options.max_sms, options.pdl and options.config; copies them into the problem.
 void check_launch_options(const GemmOptions& options, bool fp8, GemmProblem& problem);
 
+// The problem's rows and columns once every check passed (their sizes fit int); the expected rows per group start
+// at M (an m-grouped caller's hint replaces it later); empty: nothing to compute, no launch.
+void set_rows_and_columns(GemmProblem& problem, std::int64_t m, std::int64_t n, bool empty);
+
 // options.recipe for the (1,128,128) families; `dense` says whether fp8_gemm_nt_1d1d is the alternative to name.
 void check_recipe_1d2d(const ScaleRecipe& recipe, bool dense);
 // options.recipe for the (1,1,128) families: the default (1,128,128) is read as "not given".

@@ -76,11 +76,8 @@ GemmProblem check_fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, con
   p.sfa = check_scales_mn_major_tma(a.scales, "a.scales", 0, m, k / 128, "[M, K / 128]");
   p.sfb = check_scales_mn_major_tma(b.scales, "b.scales", 0, n, k / 128, "[N, K / 128]");
 
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
   p.k = static_cast<int>(k);
-  p.expected_m = p.m;
-  p.empty = m == 0;
+  set_rows_and_columns(p, m, n, m == 0);
   return p;
 }
 
@@ -109,10 +106,7 @@ GemmProblem check_k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b
   p.sfa = check_scales_mn_major_tma(a.scales, "a.scales", 0, m, sum_k / 128, "[M, sum K / 128]");
   p.sfb = check_scales_mn_major_tma(b.scales, "b.scales", 0, n, sum_k / 128, "[N, sum K / 128]");
 
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
-  p.expected_m = p.m;
-  p.empty = m == 0 || sum_k == 0;
+  set_rows_and_columns(p, m, n, m == 0 || sum_k == 0);
   return p;
 }
 

@@ -63,12 +63,9 @@ GemmProblem check_1d2d(Family family, Grouping grouping, const Fp8Operand& a, co
                       : check_scales_packed(b.scales, "b.scales", 0, n_blocks, k_blocks,
                                             "[ceil(N / 128), ceil(K / 128)]");
 
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
   p.k = static_cast<int>(k);
   p.num_groups = static_cast<int>(groups);
-  p.empty = m == 0;
-  p.expected_m = static_cast<int>(m);
+  set_rows_and_columns(p, m, n, m == 0);
   return p;
 }
 

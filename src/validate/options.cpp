@@ -91,6 +91,13 @@ void check_config(const KernelConfig& config, bool fp8) {
   if (config.smem_bytes < 0) fail(name, "smem_bytes must be non-negative", field("smem_bytes", config.smem_bytes));
 }
 
+void set_rows_and_columns(GemmProblem& problem, std::int64_t m, std::int64_t n, bool empty) {
+  problem.m = static_cast<int>(m);
+  problem.n = static_cast<int>(n);
+  problem.expected_m = problem.m;
+  problem.empty = empty;
+}
+
 void check_launch_options(const GemmOptions& options, bool fp8, GemmProblem& problem) {
   if (options.max_sms < 0) {
     fail("options.max_sms", "must be non-negative (0: the process-wide setting)", std::to_string(options.max_sms));
