@@ -35,9 +35,10 @@
 
 namespace moegemm::kernels::sm90 {
 
-// kClusterM = 2: pairs of CTAs along M share each B tile, each loading half of it with TMA multicast into both
-// CTAs' shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
-// kClusterN = 2 (dense; recipe (1,128,128), or BF16 with A K-major): pairs along N share each A tile the same way;
+// kClusterM = 2: pairs of CTAs along M share each B tile, CTA 0 loading it with TMA multicast into both CTAs'
+// shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
+// kClusterN = 2 (dense; recipe (1,128,128), or BF16 with A K-major): pairs along N share each A tile, each CTA
+// multicasting half of it;
 // the scheduler's problem has block_n = 2 * kBlockN.
 // kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
@@ -74,7 +75,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
                 "recipe (1,1,128): dense or k-grouped, no cluster, so far");
   static_assert(!kUnscaled || kClusterM == 1 || (kMnMajor & 2) == 0,
-                "BF16 pairs along M: B K-major (each CTA multicasts half of B's 128-byte rows)");
+                "BF16 pairs along M: B K-major (B multicast in boxes of half its 128-byte rows)");
   static_assert(!kAddBf16C || kKind == static_cast<int>(GroupedKind::kDense), "BF16 D with C: dense only");
   constexpr bool kMnMajorA = (kMnMajor & 1) != 0;
   constexpr bool kMnMajorB = (kMnMajor & 2) != 0;
@@ -130,7 +131,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr int kClusterSize = kPairSize * kSplitK;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
   static_assert(kClusterM == 1 || kLayout != GroupedKind::kContiguousRowToGroup, "no multicast for row-to-group");
-  static_assert(kClusterM == 1 || kBlockN % 16 == 0, "each CTA multicasts half of the B tile: 8-row swizzle atoms");
+  static_assert(kClusterM == 1 || kBlockN % 16 == 0, "B is multicast in two boxes of half its rows: 8-row swizzle atoms");
 
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
@@ -298,12 +299,17 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                       tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, kb);
                     }
                   }
-                  // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster, each CTA fetches
-                  // its half of the tile's rows for both CTAs.
+                  // B rows of expert g's [N, K] slab (the 3-D descriptor adds g). With a cluster along M, CTA 0
+                  // fetches the whole tile for both CTAs (two boxes of half its rows) and CTA 1 none of it: each
+                  // stage then waits on one producer's copy, not on both. (Each CTA fetching one half measured
+                  // 0.5-1.5% slower, docs/results/2026-12-05-rtg-tiles-pairs-python.md, run 5.)
                   if constexpr (kClusterM > 1) {
                     constexpr int kHalf = kBlockN / 2;
-                    tma_load_3d_multicast(b_dst + cluster_rank * kHalf * kRowBytes, &params.tma_b, bar, 0x3, k_coord,
-                                          n_begin + static_cast<int>(cluster_rank) * kHalf, g);
+                    if (cluster_rank == 0) {
+                      tma_load_3d_multicast(b_dst, &params.tma_b, bar, 0x3, k_coord, n_begin, g);
+                      tma_load_3d_multicast(b_dst + kHalf * kRowBytes, &params.tma_b, bar, 0x3, k_coord,
+                                            n_begin + kHalf, g);
+                    }
                   } else {
                     if constexpr (kMnMajorB) {
 #pragma unroll
@@ -360,14 +366,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
 
     // A consumer warp is done with a stage: one arrival on its empty barrier per warp.
     auto release_stage = [&](u32 stage) {
-      if (lane == 0) {
-        if constexpr (kPairSize > 1) {
-          // The stage is refilled by multicasts from both CTAs: release it to both producers.
-          mbarrier_arrive_cluster(&empty_bar[stage], 0);
-          mbarrier_arrive_cluster(&empty_bar[stage], 1);
-        } else {
-          mbarrier_arrive(empty_bar_addr + stage * 8);
-        }
+      if constexpr (kPairSize > 1) {
+        // The stage is refilled by multicasts into both CTAs: release it to both producers, lane i arriving on
+        // CTA i's barrier, both at once. (Lane 0 arriving on the two in turn cost the pairs 4-7% against the same
+        // tile alone; two lanes brought them level: docs/results/2026-12-05-rtg-tiles-pairs-python.md, run 5.)
+        if (lane < static_cast<u32>(kPairSize)) mbarrier_arrive_cluster(&empty_bar[stage], lane);
+      } else if (lane == 0) {
+        mbarrier_arrive(empty_bar_addr + stage * 8);
       }
     };
     PipelineCursor cur;
