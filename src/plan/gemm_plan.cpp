@@ -115,7 +115,7 @@ double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluste
   const double flops_per_sm = bf16 ? kFlopsPerSm / 2 : kFlopsPerSm;
   const double esize = bf16 ? 2.0 : 1.0;
   // Each tile runs block_m full rows through the tensor cores (WGMMA is m64), but TMA fetches only the real rows; in
-  // a cluster of two each CTA loads half of B.
+  // a cluster of two along M, B is fetched once for both CTAs (half of it per CTA on average).
   const double mma_us = 2.0 * block_m * block_n * h.k / flops_per_sm * 1e6;
   const double real_rows = static_cast<double>(std::min<long long>(block_m, h.m_per_group));
   const double load_us = (real_rows + static_cast<double>(block_n) / cluster_m) * h.k * esize / kL2BytesPerSm * 1e6;
