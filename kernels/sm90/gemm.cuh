@@ -131,7 +131,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr int kClusterSize = kPairSize * kSplitK;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
   static_assert(kClusterM == 1 || kLayout != GroupedKind::kContiguousRowToGroup, "no multicast for row-to-group");
-  static_assert(kClusterM == 1 || kBlockN % 16 == 0, "B is multicast in two boxes of half its rows: 8-row swizzle atoms");
+  static_assert(kClusterM == 1 || kBlockN % 16 == 0, "B multicast as two half-tile boxes: 8-row swizzle atoms");
 
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
