@@ -105,8 +105,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   static_assert(gemm_split_k_supported(kRecipe, kKind, kBlockM, kBlockN, kSplitK) &&
                     (kSplitK == 1 || (kClusterM == 1 && kClusterN == 1)),
                 "split K: see gemm_split_k_supported (sm90/gemm_params.cuh); no multicast pair besides");
+  // Row-to-group: the producer hands each tile's passes to the consumers (gemm_tile_ring).
+  constexpr bool kTileRing = gemm_tile_ring(kKind);
   constexpr GemmSmemLayout kSmem =
-      gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK, kSfaShifted);
+      gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK, kSfaShifted, kTileRing);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // Ping-pong (gemm_ping_pong: BF16 with FP32 D on 128-row tiles): each math warpgroup computes every other tile of
   // the CTA whole, as two 64-row waves, so that one warpgroup's epilogue runs while the other's WGMMAs keep the tensor
@@ -168,6 +170,14 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       // One per staging buffer: the issuer's arrive.expect_tx, completed by the C tile's bytes.
       for (int b = 0; b < kMathWGs * kStagingWaves; ++b) mbarrier_init(&empty_bar[kStages + b], 1);
     }
+    if constexpr (kTileRing) {
+      // Each slot's full barrier: the producer warp's one arrival; its empty barrier: one per consumer warp.
+      u64* ring_bar = reinterpret_cast<u64*>(smem + kSmem.tile_ring_offset + kTileRingSlots * 16);
+      for (int s = 0; s < kTileRingSlots; ++s) {
+        mbarrier_init(&ring_bar[s], 1);
+        mbarrier_init(&ring_bar[kTileRingSlots + s], kMathWGs * 4);
+      }
+    }
     if constexpr (kSplitK > 1) {
       // Rank 0's "partials full": every consumer thread of the other ranks; the others' "partials free": rank 0's.
       mbarrier_init(&full_bar[kSplitBarrier], (kSplitK - 1) * kMathWGs * 128);
@@ -220,10 +230,25 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       PipelineCursor cur;
       Tiles tiles(prob, cluster_id, num_clusters);
       TileWork pair;
+      u32 ring_tiles = 0;  // kTileRing: tiles handed over so far (slot and phase follow, as in the consumers)
       while (tiles.next(pair, false)) {
         const TileWork w = cta_tile(pair);
         TilePasses<kLayout> passes;
         passes.start(prob, w);
+        if constexpr (kTileRing) {
+          // Hand the passes to the consumers: the slot is free once every consumer warp has read it.
+          const u32 slot_addr = smem_base + kSmem.tile_ring_offset + (ring_tiles & 1) * 16;
+          const u32 full_addr = smem_base + kSmem.tile_ring_offset + kTileRingSlots * 16 + (ring_tiles & 1) * 8;
+          mbarrier_wait(full_addr + kTileRingSlots * 8, ((ring_tiles >> 1) & 1) ^ 1u);  // the slot's empty barrier
+          if (elect_one()) {
+            u32 word0, word1;
+            TilePasses<kLayout>::pack(passes, word0, word1);
+            store_shared_v2_u32(slot_addr, word0, word1);
+            mbarrier_arrive(full_addr);  // release: the slot's words before the arrival
+          }
+          __syncwarp();
+          ++ring_tiles;
+        }
         do {
           const int g = passes.current;
           if (g >= 0) {
@@ -435,10 +460,27 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     // Ping-pong: named barrier kTurnBarrier + w lets warpgroup w start its next K loop: the other warpgroup arrives
     // when it has finished the K loop of the tile before.
     constexpr u32 kTurnBarrier = 3;
+    // kTileRing: tiles taken from the ring so far (slot and phase follow). Its addresses are the stage barriers' plus
+    // a constant: two more values live through the K loop (a cursor and a base address) added spills.
+    static_assert(kTileRingSlots == 2, "the ring's slot and phase from the tile count");
+    u32 ring_tiles = 0;
     while (tiles.next(pair, false)) {
       const TileWork w = cta_tile(pair);
       TilePasses<kLayout> passes;
-      passes.start(prob, w);
+      if constexpr (kTileRing) {
+        // The passes the producer found for this tile (gemm_tile_ring), instead of a scan of the routing here.
+        const u32 slot_addr = full_bar_addr + (kSmem.tile_ring_offset - kSmem.barrier_offset) + (ring_tiles & 1) * 16;
+        const u32 full_addr = full_bar_addr + (kSmem.tile_ring_offset + kTileRingSlots * 16 - kSmem.barrier_offset) +
+                              (ring_tiles & 1) * 8;
+        mbarrier_wait(full_addr, (ring_tiles >> 1) & 1);
+        u32 word0, word1;
+        load_shared_v2_u32(slot_addr, word0, word1);
+        passes.unpack(word0, word1);  // lane 0's words (a shuffle): read before lane 0 frees the slot
+        if (lane == 0) mbarrier_arrive(full_addr + kTileRingSlots * 8);  // the slot's empty barrier
+        ++ring_tiles;
+      } else {
+        passes.start(prob, w);
+      }
       // kSfaShifted: the stage holds A's scales from the tile's first row rounded down to 4; row r's is r's shift on.
       const u32 sfa_shift = kSfaShifted ? static_cast<u32>(warp_uniform(w.a_row) & 3) * 4 : 0u;
       if constexpr (kPingPong) {
@@ -855,8 +897,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             bool store_lo = true, store_hi = true;
             u32 keep_lo = ~0u, keep_hi = ~0u;
             if constexpr (kRowToGroup) {
-              const RowAction act_lo = row_action(prob, w, g, first != 0, w.row_begin + wave_row0 + row_lo);
-              const RowAction act_hi = row_action(prob, w, g, first != 0, w.row_begin + wave_row0 + row_lo + 8);
+              const RowAction act_lo = passes.row_action_in(prob, w, first != 0, w.row_begin + wave_row0 + row_lo);
+              const RowAction act_hi =
+                  passes.row_action_in(prob, w, first != 0, w.row_begin + wave_row0 + row_lo + 8);
               store_lo = act_lo != RowAction::kSkip;
               store_hi = act_hi != RowAction::kSkip;
               keep_lo = act_lo == RowAction::kStoreZeros ? 0u : ~0u;
@@ -937,7 +980,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           if (tid_in_wg < 64) {
             const int row = w.row_begin + wave_row0 + static_cast<int>(tid_in_wg);
             store_shared_u32(d_stage_addr + tid_in_wg * kSmem.stage_pitch + action_offset,
-                             static_cast<u32>(row_action(prob, w, g, first != 0, row)));
+                             static_cast<u32>(passes.row_action_in(prob, w, first != 0, row)));
           }
 #pragma unroll
           for (int i = 0; i < kAcc; i += 2) {

@@ -351,6 +351,8 @@ struct GemmSmemLayout {
   int d_bytes_per_wg;
   int a_offset, b_offset, sfa_offset, sfb_offset, d_offset, barrier_offset;
   int partial_offset;  // split K: ranks 1..splits-1's partial results (in rank 0), split_k_partial_bytes each
+  // Row-to-group (gemm_tile_ring): kTileRingSlots slots of 16 bytes, then each slot's full and empty barriers.
+  int tile_ring_offset;
   int bytes;         // from the aligned base
   int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
 };
@@ -401,12 +403,23 @@ MOEGEMM_HD constexpr int masked_a_boxes(int valid_rows, int block_m) {
   return boxes < 1 ? 1 : (boxes > block_m / kMaskedABoxRows ? block_m / kMaskedABoxRows : boxes);
 }
 
+// Row-to-group kernels: the producer warp, which finds each tile's passes (the experts present in its rows) for its
+// own copies anyway, hands them to the consumers through a ring of kTileRingSlots shared-memory slots, one per tile,
+// each with a full and an empty barrier. The consumers then no longer scan the routing themselves at each tile's
+// start, a global-memory round trip between two tiles' WGMMAs, and the slot says whether the tile's rows are all of
+// one expert (TilePasses::uniform), which spares the epilogue its reads of the routing. The producer runs stages
+// ahead, so the slot is usually written long before the consumers reach the tile.
+inline constexpr int kTileRingSlots = 2;
+MOEGEMM_HD constexpr bool gemm_tile_ring(int kind) {
+  return kind == static_cast<int>(GroupedKind::kContiguousRowToGroup);
+}
+
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
 // with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in
 // gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
 MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
                                                      bool tma_store = false, int k_splits = 1,
-                                                     bool sfa_shifted = false) {
+                                                     bool sfa_shifted = false, bool tile_ring = false) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
   const bool fp32_out = recipe_has_fp32_out(recipe);
@@ -430,6 +443,10 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   if (tma_store && recipe_prefetches_c(recipe)) l.bytes += gemm_math_warpgroups(block_m) * gemm_waves(block_m) * 8;
   // Split K: the partials' two barriers (full in rank 0, free in the others), after those.
   if (k_splits > 1) l.bytes += 2 * 8;
+  if (tile_ring) {
+    l.tile_ring_offset = align_up(l.bytes, 16);
+    l.bytes = l.tile_ring_offset + kTileRingSlots * (16 + 2 * 8);
+  }
   l.launch_bytes = l.bytes + 1024;
   return l;
 }

@@ -316,6 +316,14 @@ MOEGEMM_DEVICE void store_shared_v2_f32(u32 addr, float a, float b) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
 
+MOEGEMM_DEVICE void load_shared_v2_u32(u32 addr, u32& a, u32& b) {
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "r"(addr) : "memory");
+}
+
+MOEGEMM_DEVICE void store_shared_v2_u32(u32 addr, u32 a, u32 b) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(a), "r"(b) : "memory");
+}
+
 MOEGEMM_DEVICE void load_shared_v4(u32 addr, u32& a, u32& b, u32& c, u32& d) {
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
 }

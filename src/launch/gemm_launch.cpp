@@ -264,7 +264,8 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
     if (fp32 && a.add_c && a.c == nullptr) p.reduce_min_k = kernels::sm90::kFp32ReduceMinK;
   }
   const int layout_bytes =
-      kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store, c.k_splits, sfa_shifted)
+      kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, a.recipe, tma_store, c.k_splits, sfa_shifted,
+                                      kernels::sm90::gemm_tile_ring(static_cast<int>(a.layout)))
           .launch_bytes;
   if (c.smem_bytes < layout_bytes) {
     throw Error(ErrorCode::kInternal, "launch: configuration sized for " + std::to_string(c.smem_bytes) +

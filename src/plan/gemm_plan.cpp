@@ -41,7 +41,9 @@ int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind l
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), block_n);
   int stages = 1;
   while (stages < kStageCap &&
-         kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store, k_splits).launch_bytes <=
+         kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store, k_splits, false,
+                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)))
+                 .launch_bytes <=
              kMaxSmemBytes) {
     ++stages;
   }
@@ -50,7 +52,8 @@ int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind l
 
 int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout, bool sfa_shifted) {
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
-  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, sfa_shifted)
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, sfa_shifted,
+                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)))
       .launch_bytes;
 }
 

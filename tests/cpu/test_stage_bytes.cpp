@@ -219,5 +219,39 @@ TEST(StageBytes, OnlyPackedFp8GroupEndsLoadAsScalesShiftedWithATail) {
   }
 }
 
+// Row-to-group kernels hand each tile's passes from the producer to the consumers through a ring of slots in shared
+// memory (gemm_tile_ring): the ring lies past every other region, its slots and barriers aligned, inside the bytes the
+// launch requests; no other layout pays for it.
+TEST(StageBytes, OnlyRowToGroupKernelsReserveTheTileRingAfterEverythingElse) {
+  using kernels::GroupedKind;
+  using kernels::sm90::gemm_smem_layout;
+  using kernels::sm90::gemm_tile_ring;
+  using kernels::sm90::kTileRingSlots;
+  EXPECT_TRUE(gemm_tile_ring(static_cast<int>(GroupedKind::kContiguousRowToGroup)));
+  for (GroupedKind kind : {GroupedKind::kDense, GroupedKind::kContiguousGroupEnds, GroupedKind::kMasked,
+                           GroupedKind::kKGrouped}) {
+    EXPECT_FALSE(gemm_tile_ring(static_cast<int>(kind))) << static_cast<int>(kind);
+  }
+  for (int recipe : {0, 2}) {
+    for (int block_m : {64, 128, 256}) {
+      for (int block_n : {64, 128, 192}) {
+        for (bool tma_store : {false, true}) {
+          const auto plain = gemm_smem_layout(block_m, block_n, 3, recipe, tma_store);
+          const auto ring = gemm_smem_layout(block_m, block_n, 3, recipe, tma_store, 1, false, true);
+          SCOPED_TRACE(testing::Message() << "recipe " << recipe << " tile " << block_m << "x" << block_n);
+          EXPECT_EQ(plain.tile_ring_offset, 0);
+          EXPECT_GE(ring.tile_ring_offset, plain.bytes);  // past the barriers and the staging
+          EXPECT_EQ(ring.tile_ring_offset % 16, 0);       // 16-byte slots; the barriers after them 8-byte aligned
+          EXPECT_EQ(ring.bytes, ring.tile_ring_offset + kTileRingSlots * (16 + 2 * 8));
+          EXPECT_LE(ring.bytes - plain.bytes, kTileRingSlots * (16 + 2 * 8) + 15);
+          EXPECT_EQ(ring.launch_bytes - ring.bytes, plain.launch_bytes - plain.bytes);
+          EXPECT_EQ(ring.barrier_offset, plain.barrier_offset);  // every other region where it was
+          EXPECT_EQ(ring.d_offset, plain.d_offset);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moegemm
