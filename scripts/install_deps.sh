@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing moegemm needs, at pinned versions, where it is missing:
 #   Debian/Ubuntu: cmake (>= 3.25), ninja, GoogleTest 1.12.1 (libgtest-dev);
-#   PyPI: the versions in python/requirements-dev.txt (nanobind, scikit-build-core, numpy, pytest).
+#   PyPI: the versions in python/requirements-dev.txt (nanobind, scikit-build-core, numpy, pytest), and torch
+#   (python/requirements-torch.txt) where no torch is importable, unless MOEGEMM_NO_TORCH=1: without it the Python
+#   tests of the torch integration skip.
 # The CUDA Toolkit (>= 12.8, with NVRTC and cuBLASLt) must already be installed (/usr/local/cuda or CUDAToolkit_ROOT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,3 +34,7 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null && [ -z "${
 fi
 
 python3 -m pip install --quiet --disable-pip-version-check -r python/requirements-dev.txt
+if [ "${MOEGEMM_NO_TORCH:-0}" != "1" ] && ! python3 -c "import torch" >/dev/null 2>&1; then
+  echo "install_deps: torch (python/requirements-torch.txt; MOEGEMM_NO_TORCH=1 skips it)"
+  python3 -m pip install --quiet --disable-pip-version-check -r python/requirements-torch.txt
+fi
