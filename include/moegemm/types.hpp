@@ -38,7 +38,7 @@ struct TensorView {
   static TensorView strided(void* data, DType dtype, std::initializer_list<std::int64_t> shape,
                             std::initializer_list<std::int64_t> strides);
 
-  std::int64_t numel() const noexcept;
+  std::int64_t numel() const noexcept;  // 0 if a size is 0, -1 if one is negative, INT64_MAX past int64
   std::int64_t size(int dim) const { return shape[dim < 0 ? dim + rank : dim]; }
   std::int64_t stride(int dim) const { return strides[dim < 0 ? dim + rank : dim]; }
   bool empty() const noexcept { return data == nullptr && rank == 0; }

@@ -1,5 +1,6 @@
 #include "moegemm/types.hpp"
 
+#include <cstdint>
 #include <sstream>
 
 #include "moegemm/error.hpp"
@@ -43,7 +44,8 @@ TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list
   std::int64_t stride = 1;
   for (int i = v.rank - 1; i >= 0; --i) {
     v.strides[i] = stride;
-    stride *= v.shape[i];
+    // Past int64 the strides saturate (such a view spans more than any memory; the validators refuse it).
+    if (__builtin_mul_overflow(stride, v.shape[i], &stride)) stride = INT64_MAX;
   }
   return v;
 }
@@ -63,17 +65,29 @@ TensorView TensorView::strided(void* data, DType dtype, std::initializer_list<st
 }
 
 std::int64_t TensorView::numel() const noexcept {
+  // Any view a caller can build gets an answer without overflow: dimensions past kMaxRank do not exist, a size of
+  // zero empties the view, a negative size makes it -1, and a product past int64 saturates.
+  const int dims = rank < 0 ? 0 : (rank > kMaxRank ? kMaxRank : rank);
+  bool negative = false;
+  for (int i = 0; i < dims; ++i) {
+    if (shape[i] == 0) return 0;
+    negative = negative || shape[i] < 0;
+  }
+  if (negative) return -1;
   std::int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= shape[i];
+  for (int i = 0; i < dims; ++i) {
+    if (__builtin_mul_overflow(n, shape[i], &n)) return INT64_MAX;
+  }
   return n;
 }
 
 std::string TensorView::describe() const {
   std::ostringstream os;
   os << to_string(dtype) << "[";
-  for (int i = 0; i < rank; ++i) os << (i ? ", " : "") << shape[i];
+  const int dims = rank < 0 ? 0 : (rank > kMaxRank ? kMaxRank : rank);
+  for (int i = 0; i < dims; ++i) os << (i ? ", " : "") << shape[i];
   os << "] strides (";
-  for (int i = 0; i < rank; ++i) os << (i ? ", " : "") << strides[i];
+  for (int i = 0; i < dims; ++i) os << (i ? ", " : "") << strides[i];
   os << ")";
   return os.str();
 }

@@ -46,7 +46,10 @@ plan::ShapeHint m_grouped_query_hint(int m, int n, int k, int num_groups, int ex
   h.k = k;
   h.num_groups = std::max(1, num_groups);
   h.m_per_group =
-      h.num_groups > 1 ? std::max(1, expected_m > 0 ? expected_m : (m + h.num_groups - 1) / h.num_groups) : m;
+      h.num_groups > 1
+          ? std::max<long long>(1, expected_m > 0 ? expected_m
+                                                  : (static_cast<long long>(m) + h.num_groups - 1) / h.num_groups)
+          : m;
   return h;
 }
 

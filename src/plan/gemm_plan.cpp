@@ -10,6 +10,14 @@
 namespace moegemm::plan {
 namespace {
 
+// Blocks of `step` covering `extent`, in 64 bits: the sizes reach INT_MAX (every size must fit an int), so
+// `extent + step - 1` must not be computed in int.
+long long blocks_of(long long extent, long long step) { return (extent + step - 1) / step; }
+
+}  // namespace
+
+namespace {
+
 // Rates of one H200 SM for the model (docs/heuristics.md): FP8 dense peak 1979 TFLOP/s over 132 SMs; operand
 // traffic from L2 about 50 GB/s per SM (the first benchmark run: 128x192 tiles of the large grouped shapes moved
 // 6.7 TB/s in total and ran at 0.4-0.5 of the tensor peak, so L2, not the tensor cores, bounded them); HBM about
@@ -98,8 +106,16 @@ namespace {
 long long gemm_tiles_of(const ShapeHint& h, int block_m, int block_n, int cluster_m) {
   const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
   const long long m_blocks = std::max<long long>(1, (h.m_per_group + pair_rows - 1) / pair_rows) * cluster_m;
-  const long long n_blocks = (h.n + block_n - 1) / block_n;
-  return m_blocks * n_blocks * h.num_groups;
+  const long long n_blocks = blocks_of(h.n, block_n);
+  // A query (plan_*) may name any sizes: the count saturates at 2^40, past any call's (its D spans less than 2^48
+  // bytes, validation) and far enough from int64's end for the waves, areas and times computed from it.
+  constexpr long long kMaxTiles = 1ll << 40;
+  long long tiles = 0;
+  if (__builtin_mul_overflow(m_blocks, n_blocks, &tiles) || __builtin_mul_overflow(tiles, h.num_groups, &tiles) ||
+      tiles > kMaxTiles) {
+    return kMaxTiles;
+  }
+  return tiles;
 }
 
 // The CTAs that run at once: whole clusters.
@@ -225,8 +241,8 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
     return config;
   }
   const long long m_blocks = std::max<long long>(1, (hint.m_per_group + 63) / 64);
-  auto tiles_of = [&](int block_n) { return m_blocks * ((hint.n + block_n - 1) / block_n); };
-  const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
+  auto tiles_of = [&](int block_n) { return m_blocks * blocks_of(hint.n, block_n); };
+  const int num_kb = static_cast<int>(blocks_of(hint.k, kernels::sm90::stage_k(recipe)));
   auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };
   // The most CTAs at work: fewer ranks first, then the narrower tile, among 64-row tiles up to 64 wide with slices
   // of at least 8 K blocks, when that is half as many CTAs again or more (measured: 20-45% faster on the N = 576
@@ -274,7 +290,7 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
       hint.m_per_group > 128 || config.num_sms < 2) {
     return config;
   }
-  const int num_kb = (hint.k + kernels::sm90::stage_k(recipe) - 1) / kernels::sm90::stage_k(recipe);
+  const int num_kb = static_cast<int>(blocks_of(hint.k, kernels::sm90::stage_k(recipe)));
   auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };
   // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 32-wide tiles too (its 128-K stages carry
   // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks.
@@ -288,7 +304,7 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
                          !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 128, block_n, splits))) {
         continue;
       }
-      const long long ctas = static_cast<long long>((hint.n + block_n - 1) / block_n) * splits;
+      const long long ctas = blocks_of(hint.n, block_n) * splits;
       if (ctas <= room(splits) && ctas > best) {  // ties: the wider tile, then fewer ranks (the order tried)
         best = ctas;
         best_n = block_n;
@@ -297,9 +313,9 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
     }
   }
   // The CTAs the plan so far puts to work (a pair's two 64-row tiles are two CTAs, as two tiles alone are).
-  const long long m_blocks = (hint.m_per_group + config.block_m - 1) / config.block_m;
+  const long long m_blocks = blocks_of(hint.m_per_group, config.block_m);
   const long long planned = std::min<long long>(
-      m_blocks * ((hint.n + config.block_n - 1) / config.block_n) * std::max(1, config.k_splits), config.num_sms);
+      m_blocks * blocks_of(hint.n, config.block_n) * std::max(1, config.k_splits), config.num_sms);
   if (best_n == 0 || 4 * best < 3 * planned) return config;
   config.cluster_m = 1;
   config.cluster_n = 1;

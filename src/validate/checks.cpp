@@ -9,16 +9,19 @@ void fail(const std::string& argument, const std::string& rule, const std::strin
   throw Error(code, argument + ": " + rule + ", got " + got);
 }
 
+// The dimensions a view can hold: a rank outside [0, kMaxRank] is reported, never followed past the arrays.
+static int stored_dims(const TensorView& v) { return v.rank < 0 ? 0 : (v.rank > kMaxRank ? kMaxRank : v.rank); }
+
 std::string shape_string(const TensorView& v) {
   std::string s = "[";
-  for (int i = 0; i < v.rank; ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
-  return s + "]";
+  for (int i = 0; i < stored_dims(v); ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
+  return s + (v.rank > kMaxRank ? ", ...]" : "]");
 }
 
 std::string strides_string(const TensorView& v) {
   std::string s = "(";
-  for (int i = 0; i < v.rank; ++i) s += (i ? ", " : "") + std::to_string(v.strides[i]);
-  return s + ")";
+  for (int i = 0; i < stored_dims(v); ++i) s += (i ? ", " : "") + std::to_string(v.strides[i]);
+  return s + (v.rank > kMaxRank ? ", ...)" : ")");
 }
 
 std::string pointer_string(const void* p) {
@@ -95,6 +98,9 @@ const std::int32_t* check_int32_vector(const TensorView& v, const char* name, st
 
 // ---- Matrix operands --------------------------------------------------------------------------------------------
 
+// TMA's limit on a global stride (cuTensorMapEncodeTiled): below 2^40 bytes.
+static constexpr std::int64_t kTmaMaxStrideBytes = std::int64_t{1} << 40;
+
 static std::int64_t round_up(std::int64_t x, std::int64_t step) { return (x + step - 1) / step * step; }
 
 Operand check_matrix(const TensorView& v, const MatrixRule& rule) {
@@ -151,16 +157,25 @@ Operand check_matrix(const TensorView& v, const MatrixRule& rule) {
                      " B % 16 == 0",
            "strides " + strides_string(v));
     }
+    if (op.ld >= kTmaMaxStrideBytes / static_cast<std::int64_t>(element_bytes)) {
+      fail(name, "leading stride must be below 2^40 bytes (TMA): stride(" + std::to_string(leading_dim - rule.rank) +
+                     ") * " + std::to_string(element_bytes) + " B < 2^40",
+           "strides " + strides_string(v));
+    }
   } else {
     op.ld = round_up(inner_extent > 0 ? inner_extent : 1, step);
   }
 
   if (rule.rank == 3) {
-    const std::int64_t group_extent = leading_size * op.ld;
+    // At most 2^31 rows of at most 2^40 bytes: the product can pass int64, and then no stride clears it.
+    std::int64_t group_extent = 0;
+    const bool extent_overflows = __builtin_mul_overflow(leading_size, op.ld, &group_extent);
     if (groups > 1) {
       op.group_stride = v.strides[0];
-      if (op.group_stride < group_extent) {
-        fail(name, "groups must not overlap (stride(0) >= " + std::to_string(group_extent) + ")",
+      if (extent_overflows || op.group_stride < group_extent) {
+        const std::string extent = extent_overflows ? std::to_string(leading_size) + " x " + std::to_string(op.ld)
+                                                    : std::to_string(group_extent);
+        fail(name, "groups must not overlap (stride(0) >= " + extent + ")",
              "strides " + strides_string(v));
       }
       if (op.group_stride % step != 0) {
@@ -168,8 +183,28 @@ Operand check_matrix(const TensorView& v, const MatrixRule& rule) {
                        " B % 16 == 0",
              "strides " + strides_string(v));
       }
+      if (op.group_stride >= kTmaMaxStrideBytes / static_cast<std::int64_t>(element_bytes)) {
+        fail(name, "group stride must be below 2^40 bytes (TMA): stride(0) * " + std::to_string(element_bytes) +
+                       " B < 2^40",
+             "strides " + strides_string(v));
+      }
     } else {
-      op.group_stride = group_extent;
+      // One group: the stride never reaches a second one, but it goes into a TMA descriptor, which takes less than
+      // 2^40 bytes (a larger extent would be a terabyte-sized tensor; the cap keeps the descriptor valid anyway).
+      const std::int64_t cap = kTmaMaxStrideBytes / static_cast<std::int64_t>(element_bytes) - step;
+      op.group_stride = extent_overflows || group_extent > cap ? cap : group_extent;
+    }
+  }
+  // The bytes the view spans. Below 2^48 for any tensor that exists; the bound keeps every count derived from the
+  // problem (rows, tiles, offsets: on the host and in the kernels' 64-bit scheduler) far from overflowing, whatever
+  // the sizes (each below 2^31) and strides (each below 2^40 bytes) a caller passes.
+  if (v.numel() > 0) {
+    const __int128 span = static_cast<__int128>(element_bytes) *
+                          (1 + static_cast<__int128>(groups - 1) * op.group_stride +
+                           static_cast<__int128>(leading_size - 1) * op.ld + (inner_extent - 1));
+    if (span >= (static_cast<__int128>(1) << 48)) {
+      fail(name, "must span less than 2^48 bytes (no device memory is that large)",
+           "shape " + shape_string(v) + " strides " + strides_string(v));
     }
   }
   check_pointer_aligned(v, name, kTmaAlignmentBytes, "TMA");

@@ -105,8 +105,9 @@ TEST(ValidateFp8, MaskedHintIsClampedToCapacity) {
 
 // Rows of all groups are one int inside the kernels: G x capacity must fit.
 TEST(ValidateFp8, MaskedFlattenedRowsMustFitInt) {
-  auto x = fp8_masked(2, std::int64_t{1} << 30, 512, 384);
-  EXPECT_INVALID(run_masked(x), "d: G x cap must fit in a 32-bit int", "got G = 2, cap = 1073741824");
+  // N = 8 keeps D's group stride (cap x N x 2 B) below TMA's 2^40 bytes, which N = 512 would reach first.
+  auto x = fp8_masked(4, std::int64_t{1} << 30, 8, 384);
+  EXPECT_INVALID(run_masked(x), "d: G x cap must fit in a 32-bit int", "got G = 4, cap = 1073741824");
 }
 
 TEST(ValidateFp8, MaskedZeroCapacityIsEmpty) {

@@ -128,3 +128,50 @@ TEST(ValidateViews, NormalisedLeadingStrideIsRoundedToSixteenBytes) {
   EXPECT_EQ(p.a.group_stride, 400);
   EXPECT_EQ(p.num_groups, 1);
 }
+
+TEST(ValidateViews, RankPastTheViewsArraysIsReportedWithoutReadingPastThem) {
+  auto x = fp8_dense();
+  x.a.data.rank = kMaxRank + 3;
+  EXPECT_INVALID(run_dense(x), "a.data: must have rank 2 [M, K]", "got rank 7 [250, 384, 0, 0, ...]");
+  x = fp8_dense();
+  x.b.data.rank = -1;
+  EXPECT_INVALID(run_dense(x), "b.data: must have rank 2 [N, K]", "got rank -1 []");
+}
+
+TEST(ValidateViews, NumelNeverOverflows) {
+  const std::int64_t big = INT_MAX;
+  EXPECT_EQ(TensorView::contiguous(fake(kA), DType::kBFloat16, {big, big, big}).numel(), INT64_MAX);
+  EXPECT_EQ(TensorView::contiguous(fake(kA), DType::kBFloat16, {big, 0, big}).numel(), 0);
+  EXPECT_EQ(TensorView::contiguous(fake(kA), DType::kBFloat16, {big, -3, big}).numel(), -1);
+  TensorView v = TensorView::contiguous(fake(kA), DType::kBFloat16, {2, 3, 4, 5});
+  v.rank = 9;  // dimensions past kMaxRank do not exist
+  EXPECT_EQ(v.numel(), 120);
+}
+
+TEST(ValidateViews, StridesMustStayBelowTheTmaLimit) {
+  // TMA takes global strides below 2^40 bytes (cuTensorMapEncodeTiled): refused here, not at the launch.
+  auto x = bf16_dense();
+  x.b = TensorView::strided(fake(kB), DType::kBFloat16, {512, 320}, {std::int64_t{1} << 39, 1});
+  EXPECT_INVALID(run_bf16(x), "b: leading stride must be below 2^40 bytes (TMA)", "(549755813888, 1)");
+  auto g = bf16_masked();
+  g.b = TensorView::strided(fake(kB), DType::kBFloat16, {8, 256, 256}, {std::int64_t{1} << 39, 256, 1});
+  EXPECT_INVALID(run_bf16_masked(g), "b: group stride must be below 2^40 bytes (TMA)");
+}
+
+TEST(ValidateViews, GroupExtentPastInt64IsAnOverlapNotAnOverflow) {
+  // 2^30 rows of 2^38 elements: one group's extent passes int64, so no group stride clears it.
+  const std::int64_t cap = std::int64_t{1} << 30;
+  auto g = bf16_masked(8, cap, 256, 256);
+  g.a = TensorView::strided(fake(kA), DType::kBFloat16, {8, cap, 256}, {INT64_MAX - 7, std::int64_t{1} << 38, 1});
+  EXPECT_INVALID(run_bf16_masked(g), "a: groups must not overlap (stride(0) >= 1073741824 x 274877906944)");
+}
+
+TEST(ValidateViews, ATensorMustSpanLessThan2To48Bytes) {
+  // Sizes and strides each within their rules (1024 groups 2^39 bytes apart), but a span of 2^49 bytes: refused, so
+  // that no count derived from the problem can overflow on the host or in the kernels.
+  auto g = bf16_masked(1024, 32, 256, 256);
+  g.a = TensorView::strided(fake(kA), DType::kBFloat16, {1024, 32, 256}, {std::int64_t{1} << 38, 256, 1});
+  EXPECT_INVALID(run_bf16_masked(g), "a: must span less than 2^48 bytes");
+  g.a = TensorView::strided(fake(kA), DType::kBFloat16, {1024, 32, 256}, {std::int64_t{1} << 36, 256, 1});
+  EXPECT_NO_THROW(run_bf16_masked(g));  // 2^47 bytes
+}
