@@ -53,9 +53,13 @@ void check_sizes_non_negative(const TensorView& v, const char* name) {
 }
 
 void check_sizes_fit_int(const TensorView& v, const char* name) {
-  // The planner and the kernels index with 32-bit integers per dimension.
+  // The planner and the kernels index with 32-bit integers per dimension, and add up to a tile past the last block.
   for (int i = 0; i < v.rank; ++i) {
-    if (v.shape[i] > INT_MAX) fail(name, "every size must fit in a 32-bit int", "shape " + shape_string(v));
+    if (v.shape[i] > kMaxIndexedExtent) {
+      fail(name, "every size must fit in a 32-bit int with room for a tile (at most " +
+                     std::to_string(kMaxIndexedExtent) + ")",
+           "shape " + shape_string(v));
+    }
   }
 }
 
@@ -321,8 +325,9 @@ void check_positive(const char* name, const char* what, std::int64_t value) {
 }
 
 void check_flattened_rows_fit_int(const char* name, std::int64_t groups, std::int64_t rows, const char* rows_name) {
-  if (groups > 0 && rows > INT_MAX / groups) {
-    fail(name, std::string("G x ") + rows_name + " must fit in a 32-bit int (the kernels index rows of all groups as one int)",
+  if (groups > 0 && rows > kMaxIndexedExtent / groups) {
+    fail(name, std::string("G x ") + rows_name + " must fit in a 32-bit int with room for a tile (at most " +
+                   std::to_string(kMaxIndexedExtent) + ": the kernels index rows of all groups as one int)",
          "got G = " + std::to_string(groups) + ", " + rows_name + " = " + std::to_string(rows));
   }
 }

@@ -19,6 +19,11 @@ std::string strides_string(const TensorView& v);  // "(7168, 1)"
 std::string pointer_string(const void* p);        // "0x10001"
 
 inline constexpr std::int64_t kTmaAlignmentBytes = 16;
+// The largest size (and G x rows of the grouped layouts, and sum K) a call may have: the kernels and their scheduler
+// index rows, columns and K with 32-bit ints, and add up to a tile's extent (at most 512 rows of a pair, 256 columns)
+// and its boxes past the last block; 2^31 - 2^16 leaves that room (tests/cpu/test_scheduler.cpp,
+// TheLargestAcceptedExtentsStayInInt).
+inline constexpr std::int64_t kMaxIndexedExtent = (std::int64_t{1} << 31) - (std::int64_t{1} << 16);
 
 // ---- Single-property checks ---------------------------------------------------------------------------------
 void check_rank(const TensorView& v, const char* name, int rank, const char* shape_names);

@@ -24,6 +24,8 @@ void check_segment_alignment(int alignment, bool group_ends, const std::string& 
 
 void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_total, std::int64_t groups,
                              GemmProblem& problem) {
+  // Expert g's first row of B (g x N) is an int in the scheduler (pass_b_row).
+  check_flattened_rows_fit_int(problem.kernel == Kernel::kBf16 ? "b" : "b.data", groups, problem.n, "N");
   using Form = ContiguousLayout::Form;
   if (layout.form == Form::kRowToGroup) {
     problem.layout = Layout::kContiguousRowToGroup;
@@ -47,6 +49,8 @@ void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_tota
 void check_masked_layout(const MaskedLayout& layout, std::int64_t groups, std::int64_t capacity,
                          GemmProblem& problem) {
   problem.layout = Layout::kMasked;
+  // Expert g's first row of B (g x N) is an int in the scheduler (pass_b_row).
+  check_flattened_rows_fit_int(problem.kernel == Kernel::kBf16 ? "b" : "b.data", groups, problem.n, "N");
   check_flattened_rows_fit_int("d", groups, capacity, "cap");
   problem.routing = check_int32_vector(layout.valid_rows, "layout.valid_rows", groups, "G");
   if (layout.expected_m < 0) {
@@ -76,7 +80,11 @@ std::int64_t check_k_grouped_layout(const KGroupedLayout& layout, GemmProblem& p
     }
     problem.k_offsets.push_back(sum);
     sum += k;
-    if (sum > INT_MAX) fail("layout.ks", "sum K must fit in a 32-bit int", "sum K > " + std::to_string(INT_MAX));
+    if (sum > kMaxIndexedExtent) {
+      fail("layout.ks",
+           "sum K must fit in a 32-bit int with room for a tile (at most " + std::to_string(kMaxIndexedExtent) + ")",
+           "sum K > " + std::to_string(kMaxIndexedExtent));
+    }
   }
   problem.ks = layout.ks;
   problem.num_groups = static_cast<int>(groups);

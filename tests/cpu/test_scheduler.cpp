@@ -13,6 +13,7 @@
 
 #include "common/scheduler.cuh"
 #include "sm90/gemm_params.cuh"
+#include "validate/checks.hpp"
 
 namespace {
 
@@ -762,6 +763,77 @@ TEST(Scheduler, SegmentBeginNeverPassesTheRows) {
   // An alignment the layout refuses: every segment starts (and ends) at the rows' end.
   EXPECT_EQ(segment_begin(0, 3, 1000), 1000);
   EXPECT_EQ(segment_begin(0, 0, 1000), 1000);
+}
+
+}  // namespace
+
+namespace {
+
+// The last tile of a problem (the one whose arithmetic reaches furthest), as the CTA that runs it sees it.
+TileWork last_tile(const SchedulerProblem& p, long long items) {
+  TileIterator it(p, static_cast<int>(items - 1), static_cast<int>(items));
+  TileWork w{};
+  EXPECT_TRUE(it.next(w));
+  return w;
+}
+
+// The largest extents the validators accept (rows of all groups, N, K) keep the scheduler's int arithmetic in range:
+// the last tile of each layout starts inside the problem and ends at its last row or column. (At INT_MAX itself
+// ceil_div and row_begin + block_m passed int: the validators' bound leaves room for a pair tile and its boxes.)
+// Rows and columns are taken one at a time, so that a CTA index (an int) can name the last tile.
+TEST(Scheduler, TheLargestAcceptedExtentsStayInInt) {
+  const int big = static_cast<int>(moegemm::validate::kMaxIndexedExtent);
+  for (const int block_m : {64, 128, 256, 512}) {
+    for (const int block_n : {16, 136, 256}) {
+      SCOPED_TRACE("block " + std::to_string(block_m) + "x" + std::to_string(block_n));
+      SchedulerProblem tall;  // dense, every row, one n-block
+      tall.rows = big;
+      tall.n = block_n;
+      tall.k = big;
+      tall.block_m = block_m;
+      tall.block_n = block_n;
+      TileWork w = last_tile(tall, moegemm::kernels::max_work_items(tall));
+      EXPECT_EQ(w.row_limit, big);
+      EXPECT_GT(w.row_begin, big - block_m - 1);
+      SchedulerProblem wide = tall;  // dense, one m-block, every column
+      wide.rows = block_m;
+      wide.n = big - big % 8;
+      w = last_tile(wide, moegemm::kernels::max_work_items(wide));
+      EXPECT_LT(w.n_begin, wide.n);
+      EXPECT_GE(w.n_begin, wide.n - block_n);
+
+      // Masked: two experts of half the rows each, both full.
+      std::vector<int> counts = {big / 2, big / 2};
+      SchedulerProblem masked = tall;
+      masked.kind = GroupedKind::kMasked;
+      masked.num_groups = 2;
+      masked.rows = big / 2;
+      masked.routing = counts.data();
+      const TileWork m = last_tile(masked, moegemm::kernels::max_work_items(masked));
+      EXPECT_EQ(m.group, 1);
+      EXPECT_EQ(m.row_limit, 2 * masked.rows);
+      EXPECT_GT(m.row_begin, 2 * masked.rows - block_m - 1);
+
+      // Group ends: one expert owning every row.
+      std::vector<int> ends = {big};
+      SchedulerProblem ge = tall;
+      ge.kind = GroupedKind::kContiguousGroupEnds;
+      ge.routing = ends.data();
+      const TileWork e = last_tile(ge, (static_cast<long long>(big) + block_m - 1) / block_m);
+      EXPECT_EQ(e.row_limit, big);
+      EXPECT_GT(e.row_begin, big - block_m - 1);
+
+      // K-grouped: two experts sharing the whole K, M of half the rows.
+      std::vector<int> ks = {big / 2, big - big / 2};
+      SchedulerProblem kg = masked;
+      kg.kind = GroupedKind::kKGrouped;
+      kg.routing = ks.data();
+      const TileWork g = last_tile(kg, moegemm::kernels::max_work_items(kg));
+      EXPECT_EQ(g.k_begin, big / 2);
+      EXPECT_EQ(g.k_begin + g.k_len, big);
+      EXPECT_EQ(g.row_limit, 2 * kg.rows);
+    }
+  }
 }
 
 }  // namespace

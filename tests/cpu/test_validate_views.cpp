@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "test_validate_common.hpp"
+#include "validate/checks.hpp"
 
 using namespace moegemm;
 using namespace moegemm::validate;
@@ -174,4 +175,19 @@ TEST(ValidateViews, ATensorMustSpanLessThan2To48Bytes) {
   EXPECT_INVALID(run_bf16_masked(g), "a: must span less than 2^48 bytes");
   g.a = TensorView::strided(fake(kA), DType::kBFloat16, {1024, 32, 256}, {std::int64_t{1} << 36, 256, 1});
   EXPECT_NO_THROW(run_bf16_masked(g));  // 2^47 bytes
+}
+
+TEST(ValidateViews, SizesLeaveRoomForATilePastTheLastBlock) {
+  // The kernels add up to a tile's extent to a 32-bit row or column index (tests/cpu/test_scheduler.cpp,
+  // TheLargestAcceptedExtentsStayInInt): INT_MAX itself is refused, kMaxIndexedExtent accepted.
+  EXPECT_INVALID(run_bf16(bf16_dense(INT_MAX, 512, 320)), "a: every size must fit in a 32-bit int with room for a tile",
+                 "at most 2147418112");
+  EXPECT_NO_THROW(run_bf16(bf16_dense(kMaxIndexedExtent, 512, 320)));
+}
+
+TEST(ValidateViews, GroupedBRowsOfAllExpertsFitInt) {
+  // 2 experts x N = 2^30: each view within its rules, but expert 1's first row of B (G x N) passes the bound.
+  EXPECT_INVALID(run_bf16_masked(bf16_masked(2, 32, std::int64_t{1} << 30, 256)), "b: G x N must fit in a 32-bit int");
+  auto x = fp8_contiguous(512, 2, std::int64_t{1} << 30, 128);
+  EXPECT_INVALID(run_contiguous(x), "b.data: G x N must fit in a 32-bit int");
 }
