@@ -64,10 +64,13 @@ TensorView TensorView::strided(void* data, DType dtype, std::initializer_list<st
   return v;
 }
 
+// The dimensions a view holds: a rank outside [0, kMaxRank] is never followed past the arrays.
+static int stored_dims(const TensorView& v) { return v.rank < 0 ? 0 : (v.rank > kMaxRank ? kMaxRank : v.rank); }
+
 std::int64_t TensorView::numel() const noexcept {
   // Any view a caller can build gets an answer without overflow: dimensions past kMaxRank do not exist, a size of
   // zero empties the view, a negative size makes it -1, and a product past int64 saturates.
-  const int dims = rank < 0 ? 0 : (rank > kMaxRank ? kMaxRank : rank);
+  const int dims = stored_dims(*this);
   bool negative = false;
   for (int i = 0; i < dims; ++i) {
     if (shape[i] == 0) return 0;
@@ -84,7 +87,7 @@ std::int64_t TensorView::numel() const noexcept {
 std::string TensorView::describe() const {
   std::ostringstream os;
   os << to_string(dtype) << "[";
-  const int dims = rank < 0 ? 0 : (rank > kMaxRank ? kMaxRank : rank);
+  const int dims = stored_dims(*this);
   for (int i = 0; i < dims; ++i) os << (i ? ", " : "") << shape[i];
   os << "] strides (";
   for (int i = 0; i < dims; ++i) os << (i ? ", " : "") << strides[i];

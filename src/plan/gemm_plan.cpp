@@ -14,10 +14,6 @@ namespace {
 // `extent + step - 1` must not be computed in int.
 long long blocks_of(long long extent, long long step) { return (extent + step - 1) / step; }
 
-}  // namespace
-
-namespace {
-
 // Rates of one H200 SM for the model (docs/heuristics.md): FP8 dense peak 1979 TFLOP/s over 132 SMs; operand
 // traffic from L2 about 50 GB/s per SM (the first benchmark run: 128x192 tiles of the large grouped shapes moved
 // 6.7 TB/s in total and ran at 0.4-0.5 of the tensor peak, so L2, not the tensor cores, bounded them); HBM about
@@ -105,7 +101,7 @@ namespace {
 // CTA tiles of a problem: a cluster of two works on pair tiles (2 * block_m rows, the lower half possibly empty).
 long long gemm_tiles_of(const ShapeHint& h, int block_m, int block_n, int cluster_m) {
   const long long pair_rows = static_cast<long long>(block_m) * cluster_m;
-  const long long m_blocks = std::max<long long>(1, (h.m_per_group + pair_rows - 1) / pair_rows) * cluster_m;
+  const long long m_blocks = std::max<long long>(1, blocks_of(h.m_per_group, pair_rows)) * cluster_m;
   const long long n_blocks = blocks_of(h.n, block_n);
   // A query (plan_*) may name any sizes: the count saturates at 2^40, past any call's (its D spans less than 2^48
   // bytes, validation) and far enough from int64's end for the waves, areas and times computed from it.
@@ -125,7 +121,7 @@ long long gemm_slots_of(int num_sms, int cluster_m) { return num_sms / cluster_m
 
 long long gemm_waves_of(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms) {
   const long long slots = gemm_slots_of(num_sms, cluster_m);
-  return (gemm_tiles_of(h, block_m, block_n, cluster_m) + slots - 1) / slots;
+  return blocks_of(gemm_tiles_of(h, block_m, block_n, cluster_m), slots);
 }
 
 double gemm_modelled_us(const ShapeHint& h, int block_m, int block_n, int cluster_m, int num_sms, int recipe) {
@@ -240,7 +236,7 @@ KernelConfig with_k_split(KernelConfig config, const ShapeHint& hint, int recipe
       config.cluster_n != 1 || config.num_sms < 2 || block_n_multiple != 16) {
     return config;
   }
-  const long long m_blocks = std::max<long long>(1, (hint.m_per_group + 63) / 64);
+  const long long m_blocks = std::max<long long>(1, blocks_of(hint.m_per_group, 64));
   auto tiles_of = [&](int block_n) { return m_blocks * blocks_of(hint.n, block_n); };
   const int num_kb = static_cast<int>(blocks_of(hint.k, kernels::sm90::stage_k(recipe)));
   auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };

@@ -22,10 +22,14 @@ void check_segment_alignment(int alignment, bool group_ends, const std::string& 
   }
 }
 
+// Expert g's first row of B (g x N) is an int in the scheduler (pass_b_row): the m-grouped layouts' G x N fits.
+static void check_b_rows_of_all_experts(std::int64_t groups, const GemmProblem& problem) {
+  check_flattened_rows_fit_int(problem.kernel == Kernel::kBf16 ? "b" : "b.data", groups, problem.n, "N");
+}
+
 void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_total, std::int64_t groups,
                              GemmProblem& problem) {
-  // Expert g's first row of B (g x N) is an int in the scheduler (pass_b_row).
-  check_flattened_rows_fit_int(problem.kernel == Kernel::kBf16 ? "b" : "b.data", groups, problem.n, "N");
+  check_b_rows_of_all_experts(groups, problem);
   using Form = ContiguousLayout::Form;
   if (layout.form == Form::kRowToGroup) {
     problem.layout = Layout::kContiguousRowToGroup;
@@ -49,8 +53,7 @@ void check_contiguous_layout(const ContiguousLayout& layout, std::int64_t m_tota
 void check_masked_layout(const MaskedLayout& layout, std::int64_t groups, std::int64_t capacity,
                          GemmProblem& problem) {
   problem.layout = Layout::kMasked;
-  // Expert g's first row of B (g x N) is an int in the scheduler (pass_b_row).
-  check_flattened_rows_fit_int(problem.kernel == Kernel::kBf16 ? "b" : "b.data", groups, problem.n, "N");
+  check_b_rows_of_all_experts(groups, problem);
   check_flattened_rows_fit_int("d", groups, capacity, "cap");
   problem.routing = check_int32_vector(layout.valid_rows, "layout.valid_rows", groups, "G");
   if (layout.expected_m < 0) {

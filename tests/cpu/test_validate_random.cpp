@@ -209,6 +209,13 @@ void expect_operand_sane(const Operand& op, const char* name, const std::string&
   }
 }
 
+// What every refusal has: the code of a bad or unsupported argument, and a message "<rule>, got <value>".
+void expect_documented_error(const Error& e, const std::string& trace) {
+  EXPECT_TRUE(e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kUnsupported)
+      << e.what() << " for " << trace;
+  EXPECT_NE(e.message().find(", got "), std::string::npos) << "no \", got \" in \"" << e.what() << "\" for " << trace;
+}
+
 // Runs `call` on `trace`'s arguments: accepted (with a sane problem) or a documented error, nothing else.
 void expect_accepted_or_documented_error(const std::function<GemmProblem()>& call, const std::string& trace,
                                          int& accepted, int& rejected) {
@@ -225,15 +232,13 @@ void expect_accepted_or_documented_error(const std::function<GemmProblem()>& cal
     if (p.has_c) expect_operand_sane(p.c, "c", trace);
   } catch (const Error& e) {
     ++rejected;
-    EXPECT_TRUE(e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kUnsupported)
-        << e.what() << " for " << trace;
+    expect_documented_error(e, trace);
     const std::string what = e.what();
     const std::string prefix =
         std::string("moegemm: ") + (e.code() == ErrorCode::kUnsupported ? "unsupported" : "invalid argument") + ": ";
     EXPECT_EQ(what.rfind(prefix, 0), 0u) << what;
     const std::string message = e.message();
     EXPECT_TRUE(documented_argument(message)) << "undocumented argument name in \"" << message << "\" for " << trace;
-    EXPECT_NE(message.find(", got "), std::string::npos) << "no \", got \" in \"" << message << "\" for " << trace;
   } catch (const std::exception& e) {
     ADD_FAILURE() << "a " << typeid(e).name() << " escaped: " << e.what() << " for " << trace;
   }
@@ -384,7 +389,6 @@ TEST(ValidateRandom, Bf16KGroupedAcceptsOrNamesTheRule) {
       [](Mutator& m, Bf16Fuzz& x, std::ostringstream& log) { m.mutate(x.kgrouped, log); });
 }
 
-
 // The planner's queries (plan_*: what a call would launch, no device needed) with sizes, group counts and layouts
 // at and past their edges: a plan within the kernels' limits, or a documented error, and no overflow on the way.
 void expect_plan_or_documented_error(const std::function<KernelConfig()>& call, const std::string& trace,
@@ -400,9 +404,7 @@ void expect_plan_or_documented_error(const std::function<KernelConfig()>& call, 
     EXPECT_GE(c.num_sms, 1) << trace;
   } catch (const Error& e) {
     ++rejected;
-    EXPECT_TRUE(e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kUnsupported)
-        << e.what() << " for " << trace;
-    EXPECT_NE(e.message().find(", got "), std::string::npos) << e.what() << " for " << trace;
+    expect_documented_error(e, trace);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "a " << typeid(e).name() << " escaped: " << e.what() << " for " << trace;
   }
