@@ -123,6 +123,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   // Ping-pong tiles keep one K block's WGMMAs in flight too: one warpgroup alone feeds the tensor cores.
   constexpr bool kBf16Deferred = kBf16DeferredPlain || kPingPong;
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
+  // A warpgroup's second wave (tile rows kWaveRows + 64 w on) when the tile's rows end before it (row_limit: a masked
+  // expert's count, an expert's end, M): no WGMMA, no promotion and no store for it (gemm_skip_empty_waves). Row-to-group
+  // tiles run passes over all their rows and keep both waves.
+  // (Not with a C prefetch: its loads fill both waves' buffers, and each wave waits for its own.)
+  constexpr bool kSkipEmptyWaves = kWaves == 2 && !kPingPong && !kRowToGroup && !kCPrefetch;
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
@@ -519,6 +524,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                             warp_uniform(static_cast<int>(warp_in_wg)) == 0;
       const int c_n0 = warp_uniform(w.n_begin), c_r0 = warp_uniform(box_row(w));
       const int c_g0 = kKGrouped ? warp_uniform(w.group) : 0;
+      // kSkipEmptyWaves: whether this warpgroup's second wave has rows of the tile (the same for every pass).
+      const bool second_wave_rows =
+          !kSkipEmptyWaves || warp_uniform(w.row_limit - w.row_begin) > kWaveRows + static_cast<int>(wg_uniform) * 64;
       // One pass per tile (row-to-group tiles, which can take several, load no C): the load is issued once.
       static_assert(!(kCPrefetch && kRowToGroup));
       auto issue_c_prefetch = [&]() {
@@ -567,8 +575,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         if (any_k) {
           u32 deferred_stage = 0;  // kBf16Deferred: the stage of the K block whose WGMMAs are still in flight
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
-          auto k_loop = [&](auto split_constant) {
+          auto k_loop = [&](auto split_constant, auto waves_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
+            constexpr int kRunWaves = decltype(waves_constant)::value;  // waves with rows: kWaves, or 1 (kSkipEmptyWaves)
             // One K block of a kind: 0 any, 1 (kAssign: FP8, the tile's first block) sets result instead of adding
             // to it, 2 (kIssueC: kCPrefetch, the tile's first block) issues the tile's C load after its WGMMAs.
             auto k_block = [&](int kb, auto kind_constant) {
@@ -579,7 +588,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
 #pragma unroll
-              for (int v = 0; v < kWaves; ++v) {
+              for (int v = 0; v < kRunWaves; ++v) {
                 sa_lo[v] = 1.0f;
                 sa_hi[v] = 1.0f;
                 if constexpr (!kUnscaled) {
@@ -603,7 +612,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 // BF16 accumulates over all of K straight into each wave's result: every wave's WGMMAs go out
                 // together, one wait, and the stage is free.
 #pragma unroll
-                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                for (int v = 0; v < kRunWaves; ++v) fence_registers(result[v]);
                 wgmma_fence();
                 if constexpr (kPingPong) {
                   // One warpgroup's two waves as two chains, interleaved. (Chosen because one chain alone looked
@@ -613,7 +622,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   for (int kk = 0; kk < 4; ++kk) {
                     const u64 desc_b = smem_desc_sw128_from_lo(desc_b_lo + kk * (kStepB >> 4));
 #pragma unroll
-                    for (int v = 0; v < kWaves; ++v) {
+                    for (int v = 0; v < kRunWaves; ++v) {
                       const u64 desc_a = smem_desc_sw128_from_lo(desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4) +
                                                                  kk * (kStepA >> 4));
                       wgmma_bf16<kBlockN, kMnMajorA ? 1 : 0, kMnMajorB ? 1 : 0>(result[v], desc_a, desc_b,
@@ -622,7 +631,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   }
                 } else {
 #pragma unroll
-                  for (int v = 0; v < kWaves; ++v) {
+                  for (int v = 0; v < kRunWaves; ++v) {
                     const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
 #pragma unroll
                     for (int kk = 0; kk < 4; ++kk) {
@@ -636,11 +645,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 wgmma_commit();
                 if constexpr (kIssueC) issue_c_prefetch();
 #pragma unroll
-                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                for (int v = 0; v < kRunWaves; ++v) fence_registers(result[v]);
                 // Deferred: this block's WGMMAs stay in flight; the previous block's are done and its stage is free.
                 wgmma_wait<kBf16Deferred ? 1 : 0>();
 #pragma unroll
-                for (int v = 0; v < kWaves; ++v) fence_registers(result[v]);
+                for (int v = 0; v < kRunWaves; ++v) fence_registers(result[v]);
                 if constexpr (kBf16Deferred) {
                   if (kb > kb_first) release_stage(deferred_stage);
                   deferred_stage = stage;
@@ -653,7 +662,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 // with that block's scales), each promoted into its own result rows (as in a 128-row tile, the
                 // other warpgroup's WGMMAs keep the tensor cores busy meanwhile).
 #pragma unroll
-                for (int v = 0; v < kWaves; ++v) {
+                for (int v = 0; v < kRunWaves; ++v) {
                   const u32 desc_a_wave = desc_a_lo + v * ((kWaveRows * kRowBytes) >> 4);
                   fence_registers(acc);
                   wgmma_fence();
@@ -671,7 +680,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                   fence_registers(acc);
                   wgmma_wait<0>();
                   fence_registers(acc);
-                  if (v == kWaves - 1) {
+                  if (v == kRunWaves - 1) {
                     if constexpr (kRowScaledB) {
                       // B's scales live in this stage: promote before releasing it.
                       promote_row_scaled<kBlockN, kAssign>(result[0], acc, sa_lo[0], sa_hi[0],
@@ -719,10 +728,23 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               for (int kb = kb_loop; kb < kb_end; ++kb) k_block(kb, IntConstant<0>{});
             }
           };
+          // The K loop with the waves that have rows, both as compile-time constants (a run-time wave count in the
+          // loop would be a branch per wave and K block).
+          auto k_loop_waves = [&](auto split_constant) {
+            if constexpr (kSkipEmptyWaves) {
+              if (second_wave_rows) {
+                k_loop(split_constant, IntConstant<kWaves>{});
+              } else {
+                k_loop(split_constant, IntConstant<1>{});
+              }
+            } else {
+              k_loop(split_constant, IntConstant<kWaves>{});
+            }
+          };
           if constexpr (kRowScaledB || kUnscaled) {
-            k_loop(IntConstant<kBlockN>{});
+            k_loop_waves(IntConstant<kBlockN>{});
           } else {
-            dispatch_split<kBlockN>(b_scales.split, k_loop);
+            dispatch_split<kBlockN>(b_scales.split, k_loop_waves);
           }
           // Ping-pong: every warp of this warpgroup is past its last stage wait of the tile: the other warpgroup may
           // start its next K loop.
@@ -860,6 +882,19 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         auto store_wave = [&](auto wave_constant) {
           constexpr int v = decltype(wave_constant)::value;
           const int wave_row0 = v * kWaveRows + warpgroup * 64;  // this wave's first row in the tile
+          if constexpr (kSkipEmptyWaves && v == 1) {
+            if (!second_wave_rows) {
+              // No rows, no MMA (k_loop_waves): nothing to store. With TMA stores the wave still commits its (empty)
+              // bulk group: the buffer waits below count one group per wave and tile.
+              if constexpr (kTmaStore) {
+                if (warp_uniform(static_cast<int>(warp_in_wg)) == 0) {
+                  if (elect_one()) bulk_commit_group();
+                  __syncwarp();
+                }
+              }
+              return;
+            }
+          }
           if constexpr (kAddBf16C && !kCPrefetch) {
             add_bf16_c<kBlockN>(params, prob, w, g, first != 0, result[v], wave_row0 + row_lo,
                                 static_cast<int>(lane % 4) * 2);
@@ -969,6 +1004,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 load_shared_v4(buf + static_cast<u32>(tma_staging_offset(r, (c % kChunksPerRow) * 8)), v0, v1, v2, v3);
                 store_global_v4(d_base + (wave_first_row + r - row_origin) * params.ldd + col, v0, v1, v2, v3);
               }
+            }
+            if (wave_rows < 64 && store_warp) {
+              // A wave stored by the threads, or not at all, commits an empty bulk group: the wait for this buffer in
+              // the next tile (at most kWaves - 1 pending) counts one group per wave, and without this one it would
+              // let wave 0 rewrite its buffer while the copy engine may still be reading the previous tile's store.
+              if (elect_one()) bulk_commit_group();
+              __syncwarp();
             }
             return;
           }
