@@ -526,7 +526,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       const int c_g0 = kKGrouped ? warp_uniform(w.group) : 0;
       // kSkipEmptyWaves: whether this warpgroup's second wave has rows of the tile (the same for every pass).
       const bool second_wave_rows =
-          !kSkipEmptyWaves || warp_uniform(w.row_limit - w.row_begin) > kWaveRows + static_cast<int>(wg_uniform) * 64;
+          !kSkipEmptyWaves ||
+          warp_uniform(static_cast<int>(wave_has_rows(w, kWaveRows + static_cast<int>(wg_uniform) * 64))) != 0;
       // One pass per tile (row-to-group tiles, which can take several, load no C): the load is issued once.
       static_assert(!(kCPrefetch && kRowToGroup));
       auto issue_c_prefetch = [&]() {
