@@ -124,7 +124,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kBf16Deferred = kBf16DeferredPlain || kPingPong;
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
   // A warpgroup's second wave (tile rows kWaveRows + 64 w on) when the tile's rows end before it (row_limit: a masked
-  // expert's count, an expert's end, M): no WGMMA, no promotion and no store for it (gemm_skip_empty_waves). Row-to-group
+  // expert's count, an expert's end, M): no WGMMA, no promotion and no store for it (wave_has_rows). Row-to-group
   // tiles run passes over all their rows and keep both waves.
   // (Not with a C prefetch: its loads fill both waves' buffers, and each wave waits for its own.)
   constexpr bool kSkipEmptyWaves = kWaves == 2 && !kPingPong && !kRowToGroup && !kCPrefetch;
