@@ -33,9 +33,16 @@ if [[ "$SPEC" == *.patch ]]; then
     exit 2
   fi
   cp -R "$ROOT/kernels" "$DEST/kernels"
-  if ! (cd "$DEST" && git apply --whitespace=nowarn "$PATCH") 2> "$DEST/apply.log"; then
+  # git apply inside a repository's work tree (DEST under this checkout, as ab_kernels.sh --out may put it) patches
+  # paths relative to the repository's root and silently skips those outside DEST: keep it from finding one.
+  if ! (cd "$DEST" && GIT_CEILING_DIRECTORIES="$(dirname "$DEST")" git apply --whitespace=nowarn "$PATCH") \
+      2> "$DEST/apply.log"; then
     echo "kernel_variant: $SPEC does not apply to this tree's kernels/:" >&2
     cat "$DEST/apply.log" >&2
+    exit 2
+  fi
+  if diff -rq "$ROOT/kernels" "$DEST/kernels" > /dev/null; then
+    echo "kernel_variant: $SPEC applied but changed nothing in kernels/" >&2
     exit 2
   fi
   echo "$DEST/kernels"
