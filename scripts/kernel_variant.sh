@@ -33,8 +33,9 @@ if [[ "$SPEC" == *.patch ]]; then
     exit 2
   fi
   cp -R "$ROOT/kernels" "$DEST/kernels"
-  # git apply inside a repository's work tree (DEST under this checkout, as ab_kernels.sh --out may put it) patches
-  # paths relative to the repository's root and silently skips those outside DEST: keep it from finding one.
+  # git apply inside a repository's work tree (DEST under this checkout, as ab_kernels.sh --out may put it) takes a
+  # `git diff` patch's paths as relative to that repository's root and silently skips those outside DEST: keep it
+  # from finding one (tests/sass/kernel_variant_test.sh).
   if ! (cd "$DEST" && GIT_CEILING_DIRECTORIES="$(dirname "$DEST")" git apply --whitespace=nowarn "$PATCH") \
       2> "$DEST/apply.log"; then
     echo "kernel_variant: $SPEC does not apply to this tree's kernels/:" >&2
