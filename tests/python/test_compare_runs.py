@@ -109,3 +109,46 @@ def test_ab_kernels_refuses_bad_variants(args, message):
     result = run_script("--dry-run", *args)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def fake_build(tmp_path):
+    """A build folder whose moegemm-bench writes one row and, as the real one does, the hash of the kernel sources it
+    compiled: here the folder's name (MOEGEMM_KERNEL_DIR), or "built-in"."""
+    bench = tmp_path / "build" / "tools" / "moegemm-bench"
+    bench.parent.mkdir(parents=True)
+    bench.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, os, sys\n"
+        "out = sys.argv[sys.argv.index('--json') + 1]\n"
+        "src = os.environ.get('MOEGEMM_KERNEL_DIR', 'built-in')\n"
+        "row = {'label': 'a', 'moegemm': {'median_us': 10.0}, 'baselines': [{'name': 'cublasLt-pt', 'median_us': 10.0}],\n"
+        "       'check': {'status': 'PASS'}}\n"
+        "json.dump({'tool': 'moegemm-bench', 'kernel_sources_hash': os.path.basename(os.path.dirname(src)) or src,\n"
+        "           'results': [row]}, open(out, 'w'))\n")
+    bench.chmod(0o755)
+    return tmp_path / "build"
+
+
+def test_ab_kernels_warns_when_two_variants_ran_the_same_sources(tmp_path):
+    import os
+    import subprocess
+    build = fake_build(tmp_path)
+    for name in ("one", "two"):
+        (tmp_path / name / "kernels").mkdir(parents=True)
+    env = dict(os.environ, BUILD_DIR=str(build))
+
+    def ab(*variants):
+        return subprocess.run(["bash", str(_SCRIPT), "--rounds", "1", "--out", str(tmp_path / "ab"), *variants, "--",
+                               "--suite", "dense"], capture_output=True, text=True, env=env)
+
+    # Two folders whose sources hash alike (the fake's hash is the folder's name): a self-comparison, said.
+    same = ab(f"a={tmp_path}/one/kernels", f"b={tmp_path}/one/kernels")
+    assert same.returncode == 0, same.stderr
+    assert "variants a and b ran the same kernel sources" in same.stderr
+    # Different sources, or the same sources under different macros: no warning.
+    differ = ab(f"a={tmp_path}/one/kernels", f"b={tmp_path}/two/kernels", "c=built-in")
+    assert differ.returncode == 0, differ.stderr
+    assert "same kernel sources" not in differ.stderr
+    macro = ab(f"a={tmp_path}/one/kernels", f"b={tmp_path}/one/kernels@MOEGEMM_EXP_X=1")
+    assert macro.returncode == 0, macro.stderr
+    assert "same kernel sources" not in macro.stderr
