@@ -124,10 +124,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kBf16Deferred = kBf16DeferredPlain || kPingPong;
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
   // A warpgroup's second wave (tile rows kWaveRows + 64 w on) when the tile's rows end before it (row_limit: a masked
-  // expert's count, an expert's end, M): no WGMMA, no promotion and no store for it (wave_has_rows). Row-to-group
-  // tiles run passes over all their rows and keep both waves.
-  // (Not with a C prefetch: its loads fill both waves' buffers, and each wave waits for its own.)
-  constexpr bool kSkipEmptyWaves = kWaves == 2 && !kPingPong && !kRowToGroup && !kCPrefetch;
+  // expert's count, an expert's end): no WGMMA, no promotion and no store for it (wave_has_rows). Masked and
+  // group-ends tiles, where an expert's last tile often ends early (measured: docs/results/2026-12-06-empty-waves.md);
+  // dense tiles keep the kernels measured before it (a second K loop changes their code, and only a last block of
+  // rows could use it). Row-to-group tiles run passes over all their rows and keep both waves.
+  constexpr bool kSkipEmptyWaves =
+      kWaves == 2 && !kPingPong && (kKind == static_cast<int>(GroupedKind::kMasked) ||
+                                    kKind == static_cast<int>(GroupedKind::kContiguousGroupEnds));
+  // (No C prefetch on those layouts: its loads would fill both waves' buffers, and each wave wait for its own.)
+  static_assert(!(kSkipEmptyWaves && kCPrefetch));
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
@@ -1006,12 +1011,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 store_global_v4(d_base + (wave_first_row + r - row_origin) * params.ldd + col, v0, v1, v2, v3);
               }
             }
-            if (wave_rows < 64 && store_warp) {
-              // A wave stored by the threads, or not at all, commits an empty bulk group: the wait for this buffer in
-              // the next tile (at most kWaves - 1 pending) counts one group per wave, and without this one it would
-              // let wave 0 rewrite its buffer while the copy engine may still be reading the previous tile's store.
-              if (elect_one()) bulk_commit_group();
-              __syncwarp();
+            if constexpr (kWaves > 1 && !kRowToGroup) {
+              if (wave_rows < 64 && store_warp) {
+                // A wave stored by the threads, or not at all, commits an empty bulk group: the wait for this buffer
+                // in the next tile (at most kWaves - 1 pending) counts one group per wave, and without this one it
+                // would let wave 0 rewrite its buffer while the copy engine may still be reading the previous tile's
+                // store. (One wave, or row-to-group, waits for every group: nothing to count.)
+                if (elect_one()) bulk_commit_group();
+                __syncwarp();
+              }
             }
             return;
           }
