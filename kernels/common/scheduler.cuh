@@ -134,7 +134,9 @@ MOEGEMM_HD int tma_wave_rows(GroupedKind kind, int row_limit, int first_row) {
 // stores nothing (row_action rejects every row of it), so a masked or group-ends 256-row tile runs neither its
 // WGMMAs nor its epilogue (sm90/gemm.cuh, kSkipEmptyWaves; tests/cpu/test_scheduler.cpp checks that no accepted row
 // lies in such a wave).
-MOEGEMM_HD bool wave_has_rows(const TileWork& work, int wave_row0) { return work.row_limit > work.row_begin + wave_row0; }
+MOEGEMM_HD bool wave_has_rows(const TileWork& work, int wave_row0) {
+  return work.row_limit > work.row_begin + wave_row0;
+}
 
 // The pass after the one for `pass_group`, or -1 when the tile is done. Kernel loop:
 //   for (int g = work.group, first = 1;; first = 0) { compute and store pass g; g = next_pass_group(p, work, g);

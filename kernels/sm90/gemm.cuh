@@ -583,7 +583,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
           auto k_loop = [&](auto split_constant, auto waves_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
-            constexpr int kRunWaves = decltype(waves_constant)::value;  // waves with rows: kWaves, or 1 (kSkipEmptyWaves)
+            // The waves that have rows: kWaves, or 1 (kSkipEmptyWaves).
+            constexpr int kRunWaves = decltype(waves_constant)::value;
             // One K block of a kind: 0 any, 1 (kAssign: FP8, the tile's first block) sets result instead of adding
             // to it, 2 (kIssueC: kCPrefetch, the tile's first block) issues the tile's C load after its WGMMAs.
             auto k_block = [&](int kb, auto kind_constant) {
