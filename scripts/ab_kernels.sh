@@ -97,15 +97,15 @@ done
 python3 "$ROOT/tools/bench/compare_runs.py" "${specs[@]}"
 # Two variants that compiled the same kernel sources (each JSON records their hash) under the same macro compare the
 # kernels with themselves: a stale build's built-in kernels, or a folder that did not get its patch, look like that.
+HASHES=()
+for name in "${NAMES[@]}"; do
+  HASHES+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("kernel_sources_hash",""))' \
+    "$OUT/$name.r1.json" 2> /dev/null)")
+done
 for ((i = 0; i < ${#NAMES[@]}; ++i)); do
   for ((j = i + 1; j < ${#NAMES[@]}; ++j)); do
-    [ "${DEFINES[$i]}" = "${DEFINES[$j]}" ] || continue
-    hi="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("kernel_sources_hash",""))' \
-      "$OUT/${NAMES[$i]}.r1.json" 2> /dev/null)"
-    hj="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("kernel_sources_hash",""))' \
-      "$OUT/${NAMES[$j]}.r1.json" 2> /dev/null)"
-    if [ -n "$hi" ] && [ "$hi" = "$hj" ]; then
-      echo "ab_kernels: WARNING: variants ${NAMES[$i]} and ${NAMES[$j]} ran the same kernel sources (hash ${hi:0:16}) with the same macro: this compares the kernels with themselves" >&2
+    if [ -n "${HASHES[$i]}" ] && [ "${HASHES[$i]}" = "${HASHES[$j]}" ] && [ "${DEFINES[$i]}" = "${DEFINES[$j]}" ]; then
+      echo "ab_kernels: WARNING: variants ${NAMES[$i]} and ${NAMES[$j]} ran the same kernel sources (hash ${HASHES[$i]:0:16}) with the same macro: this compares the kernels with themselves" >&2
     fi
   done
 done

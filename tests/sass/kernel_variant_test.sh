@@ -25,7 +25,7 @@ if ! grep -q 'kernel_variant_test: one more line' "$folder/$FILE"; then
   echo "FAIL: the variant inside a git work tree ($folder) does not carry the patch's change"
   exit 1
 fi
-if cmp -s "$ROOT/kernels/sm90/gemm.cuh" "$folder/sm90/gemm.cuh"; then :; else
+if ! cmp -s "$ROOT/kernels/sm90/gemm.cuh" "$folder/sm90/gemm.cuh"; then
   echo "FAIL: a file the patch does not touch differs in the variant"
   exit 1
 fi
