@@ -61,8 +61,9 @@ KernelConfig with_masked_row_tiles(KernelConfig config, const ShapeHint& hint, k
 // BF16 (BF16 D) on the m-grouped layouts, where the model planned a large tile (256x128 or 128x192) and N is at
 // least 512: 128x256, one m64n256 WGMMA per warpgroup and K step. The model does not consider it. It was measured
 // 1-8% faster on the contiguous (both forms) and masked rows of expected M 192 and up, and level to 5% either way on
-// dense rows, which keep their plan (docs/results/2026-12-03-cublas-tiles.md, runs E and F). Returns `config`
-// unchanged otherwise.
+// dense rows, which keep their plan (docs/results/2026-12-03-cublas-tiles.md, runs E and F). Masked rows of fewer
+// than 512 expected rows take 256x128 instead, whose warpgroups skip a wave without rows: 3-8% faster than 128x256
+// at expected M 192 (docs/results/2026-12-06-bf16-grouped-tiles.md). Returns `config` unchanged otherwise.
 KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& hint, int recipe,
                                           kernels::GroupedKind layout);
 

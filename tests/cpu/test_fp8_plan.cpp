@@ -254,7 +254,8 @@ TEST(PlanQueries, MatchThePlannersChoiceForEachFamily) {
                                           plan::choose_bf16_config(masked_hint, sms, GemmRecipe::kBf16, 16,
                                                                    GroupedKind::kMasked),
                                           masked_hint, static_cast<int>(GemmRecipe::kBf16), GroupedKind::kMasked)));
-  EXPECT_EQ(plan_bf16_gemm(m).block_n, 256);
+  EXPECT_EQ(plan_bf16_gemm(m).block_m, 256);  // masked, expected M < 512: 256x128 (with_wide_grouped_bf16_tiles)
+  EXPECT_EQ(plan_bf16_gemm(m).block_n, 128);
   // FP8 weight gradients, dense and k-grouped.
   EXPECT_TRUE(same(plan_fp8_gemm_wgrad(4096, 4096, 7168), plan::choose_fp8_1d1d_config({4096, 4096, 7168, 1}, sms)));
   EXPECT_TRUE(same(plan_fp8_gemm_wgrad(4096, 7168, 32768, 16), plan::choose_fp8_1d1d_config({4096, 7168, 2048, 16}, sms)));
@@ -425,13 +426,24 @@ TEST(Bf16Plan, WideTilesForLargeGroupedTiles) {
   };
   for (GroupedKind layout :
        {GroupedKind::kMasked, GroupedKind::kContiguousGroupEnds, GroupedKind::kContiguousRowToGroup}) {
-    const auto [before, after] = wide({192, 6144, 7168, 32}, layout);
+    const auto [before, after] = wide({layout == GroupedKind::kMasked ? 1024 : 192, 6144, 7168, 32}, layout);
     EXPECT_GE(before.block_m * before.block_n, 128 * 192) << before.to_string();
     EXPECT_EQ(after.block_m, 128) << after.to_string();
     EXPECT_EQ(after.block_n, 256) << after.to_string();
     EXPECT_EQ(after.stages, plan::gemm_max_stages(128, 256, kBf16, layout));
     EXPECT_NO_THROW(plan::check_bf16_config(after, GemmRecipe::kBf16, 0, layout));
     EXPECT_NO_THROW(plan::check_bf16_config(after, GemmRecipe::kBf16, 2, layout));
+  }
+  // Masked experts of fewer than 512 expected rows: 256x128, which skips a warpgroup's wave without rows
+  // (docs/results/2026-12-06-bf16-grouped-tiles.md); from 512 on, 128x256.
+  for (int expected : {192, 511, 512}) {
+    const auto [before, after] = wide({expected, 6144, 7168, 32}, GroupedKind::kMasked);
+    EXPECT_GE(before.block_m * before.block_n, 128 * 192) << before.to_string();
+    EXPECT_EQ(after.block_m, expected < 512 ? 256 : 128) << expected << ": " << after.to_string();
+    EXPECT_EQ(after.block_n, expected < 512 ? 128 : 256) << expected << ": " << after.to_string();
+    EXPECT_EQ(after.stages, plan::gemm_max_stages(after.block_m, after.block_n, kBf16, GroupedKind::kMasked));
+    EXPECT_NO_THROW(plan::check_bf16_config(after, GemmRecipe::kBf16, 0, GroupedKind::kMasked));
+    EXPECT_NO_THROW(plan::check_bf16_config(after, GemmRecipe::kBf16, 2, GroupedKind::kMasked));
   }
   const auto [small, small_after] = wide({20, 6144, 7168, 32}, GroupedKind::kMasked);  // decode: 64-row tiles
   EXPECT_EQ(small_after.to_string(), small.to_string());

@@ -103,8 +103,10 @@ TEST(Bf16StagedGpu, DenseMatchesOracleAndRepeatsBitwise) {
   }
 }
 
+// Masked BF16 against the oracle, on the planner's tile (sized by expected_m, 0: the capacity) or `config`; B K-major,
+// or MN-major (each group stored [K, N]).
 void run_masked(int groups, int cap, int n, int k, const std::vector<int>& counts, std::mt19937& rng,
-                const char* what, const KernelConfig* config = nullptr) {
+                const char* what, const KernelConfig* config = nullptr, bool b_mn_major = false, int expected_m = 0) {
   Bf16Tensor a(static_cast<std::size_t>(groups) * cap * k, rng, 1.0f);
   Bf16Tensor b(static_cast<std::size_t>(groups) * n * k, rng, 0.5f);
   DeviceBuffer d(static_cast<std::size_t>(groups) * cap * n * 2), cnt(groups * sizeof(int));
@@ -112,15 +114,20 @@ void run_masked(int groups, int cap, int n, int k, const std::vector<int>& count
   cnt.upload(counts);
   MaskedLayout layout;
   layout.valid_rows = TensorView::contiguous(cnt.get(), DType::kInt32, {groups});
+  layout.expected_m = expected_m;
   GemmOptions options;
   options.config = config;
-  m_grouped_bf16_gemm_masked(TensorView::contiguous(a.device.get(), DType::kBFloat16, {groups, cap, k}),
-                             TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
-                             TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout, nullptr,
-                             options);
+  const std::int64_t group_b = static_cast<std::int64_t>(n) * k;
+  m_grouped_bf16_gemm_masked(
+      TensorView::contiguous(a.device.get(), DType::kBFloat16, {groups, cap, k}),
+      b_mn_major ? TensorView::strided(b.device.get(), DType::kBFloat16, {groups, n, k}, {group_b, 1, n})
+                 : TensorView::contiguous(b.device.get(), DType::kBFloat16, {groups, n, k}),
+      TensorView::contiguous(d.get(), DType::kBFloat16, {groups, cap, n}), layout, nullptr, options);
   MOEGEMM_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto want = ref::m_grouped_masked(groups, cap, n, k, {ref::MatrixRef::row_major(a.values.data(), k), cap * k},
-                                          {ref::MatrixRef::row_major(b.values.data(), k), n * k}, counts.data());
+  const auto want = ref::m_grouped_masked(
+      groups, cap, n, k, {ref::MatrixRef::row_major(a.values.data(), k), cap * k},
+      {b_mn_major ? ref::MatrixRef{b.values.data(), 1, n} : ref::MatrixRef::row_major(b.values.data(), k), group_b},
+      counts.data());
   expect_rows(d.download_as<std::uint16_t>(static_cast<std::size_t>(groups) * cap * n), want, n, what);
   EXPECT_TRUE(d.guard_intact()) << what;
 }
@@ -794,6 +801,30 @@ TEST(Bf16ForcedConfigsGpu, WideTilesOnGroupedLayoutsStayInsideTheirGroup) {
   // 256-row tiles on row-to-group: two waves per warpgroup, the tile [256, 512) in three passes.
   const KernelConfig tall = bf16_config(256, 128, 3);
   run_row_to_group_mixed(&tall, "bf16 contiguous, 256x128");
+}
+
+// Masked 256x128 tiles, which the planner picks for experts of fewer than 512 expected rows: a warpgroup whose second
+// 64-row wave has no rows of the expert skips it (kSkipEmptyWaves). Counts on each side of the waves' edges (64, 128,
+// 192, 256 rows of a tile), with B K-major and MN-major, forced and planned.
+TEST(Bf16ForcedConfigsGpu, TallMaskedTilesSkipEmptyWavesAndStayInsideTheirGroup) {
+  MOEGEMM_REQUIRE_GPU();
+  const KernelConfig tall = bf16_config(256, 128, 3);
+  std::mt19937 rng(11);
+  for (bool mn_major : {false, true}) {
+    const std::string major = mn_major ? ", MN-major B" : ", K-major B";
+    run_masked(8, 300, 256, 320, {0, 1, 63, 64, 65, 129, 193, 300}, rng, ("capacity 300, 256x128" + major).c_str(),
+               &tall, mn_major);
+    run_masked(6, 257, 384, 192, {192, 191, 128, 127, 257, 256}, rng, ("capacity 257, 256x128" + major).c_str(),
+               &tall, mn_major);
+    // The planner's tile for expected M 192 (256x128, Bf16Plan.WideTilesForLargeGroupedTiles).
+    Bf16PlanQuery q;
+    q.layout = GemmLayout::kMasked, q.m = 8 * 256, q.n = 1536, q.k = 128, q.num_groups = 8, q.expected_m = 192;
+    q.b_mn_major = mn_major;
+    const KernelConfig planned = plan_bf16_gemm(q);
+    EXPECT_TRUE(planned.block_m == 256 && planned.block_n == 128) << planned.to_string();
+    run_masked(8, 256, 1536, 128, {192, 150, 0, 256, 1, 64, 65, 200}, rng, ("planned, expected M 192" + major).c_str(),
+               nullptr, mn_major, 192);
+  }
 }
 
 }  // namespace
