@@ -77,7 +77,9 @@ const char* kUsage =
     "                   N (a power of two from 1 to 1024; 1: tokens packed with no padding rows) instead of 128\n"
     "  --print-config   show the planner's configuration for each row (with --list: no GPU needed)\n"
     "  --rows TEXT      run only the suite rows whose label contains TEXT (e.g. \"G=32 exp=192\"); a row\n"
-    "                   keeps the inputs it has in the whole suite\n"
+    "                   keeps the inputs it has in the whole suite. With a custom shape: the shape takes the\n"
+    "                   layout, majors, D type and C of the first row whose label contains TEXT (e.g. --suite\n"
+    "                   bf16 --rows expK --groups 8 --m 4096 --n 2048 --expected-m 4096: BF16 k-grouped)\n"
     "  --list           print the rows that would run and exit (needs no GPU)\n"
     "  --precompile     compile each row's kernels into the disk cache (moegemm::precompile_*), print them and\n"
     "                   exit (needs no GPU; exit 1 when a kernel does not compile or spills over 64 bytes)\n"
@@ -239,13 +241,14 @@ int main(int argc, char** argv) {
   try {
     options = parse(argc, argv);
     for (const std::string& suite : options.suites) {
-      for (Case& c : build_suite(suite, options.shape, options.seed)) {
+      // With a custom shape, --rows picks the suite row whose layout it takes (its label then shows the new shape).
+      for (Case& c : build_suite(suite, options.shape, options.seed, options.rows)) {
         if (options.segment_alignment > 0 && c.group_ends) {
           // The flag sets every group-ends row's alignment: the suite's own packed twins would repeat them.
           if (c.segment_alignment != 128) continue;
           c.segment_alignment = options.segment_alignment;
         }
-        if (c.label().find(options.rows) != std::string::npos) cases.push_back(std::move(c));
+        if (options.shape.any() || c.label().find(options.rows) != std::string::npos) cases.push_back(std::move(c));
       }
     }
     if (options.segment_alignment > 0 &&

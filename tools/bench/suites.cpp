@@ -1,5 +1,7 @@
 #include "suites.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <utility>
 
@@ -209,9 +211,16 @@ void check_positive(std::int64_t value, const char* flag) {
   if (value <= 0) throw std::invalid_argument(std::string(flag) + ": must be positive, got " + std::to_string(value));
 }
 
-// The suite's first case with the shape replaced by the flags.
-Case custom_case(const std::string& suite, const ShapeOverride& s) {
-  Case c = default_cases(suite).front();
+// The suite's first case whose label contains `like` (the first case when empty), with the shape replaced by the flags.
+Case custom_case(const std::string& suite, const ShapeOverride& s, const std::string& like) {
+  const std::vector<Case> cases = default_cases(suite);
+  const auto it = std::find_if(cases.begin(), cases.end(),
+                               [&](const Case& c) { return c.label().find(like) != std::string::npos; });
+  if (it == cases.end()) {
+    throw std::invalid_argument("--rows: no row of suite " + suite + " contains \"" + like +
+                                "\" to take a custom shape's layout from");
+  }
+  Case c = *it;
   c.tag = "custom";
   switch (c.family) {
     case Family::kFp8Dense:
@@ -253,8 +262,9 @@ const std::vector<std::string>& known_suites() {
   return suites;
 }
 
-std::vector<Case> build_suite(const std::string& suite, const ShapeOverride& shape, std::uint64_t seed) {
-  std::vector<Case> cases = shape.any() ? std::vector<Case>{custom_case(suite, shape)} : default_cases(suite);
+std::vector<Case> build_suite(const std::string& suite, const ShapeOverride& shape, std::uint64_t seed,
+                              const std::string& like) {
+  std::vector<Case> cases = shape.any() ? std::vector<Case>{custom_case(suite, shape, like)} : default_cases(suite);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::size_t data = cases[i].data_of >= 0 ? static_cast<std::size_t>(cases[i].data_of) : i;
     cases[i].seed = case_seed(seed, suite, data);

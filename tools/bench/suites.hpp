@@ -52,6 +52,9 @@ struct ShapeOverride {
 const std::vector<std::string>& known_suites();
 // The cases of `suite` (or its one overridden case); throws std::invalid_argument on an unknown suite or an
 // incomplete override. Seeds derive from (seed, suite, index), so a case's data does not depend on the others.
-std::vector<Case> build_suite(const std::string& suite, const ShapeOverride& shape, std::uint64_t seed);
+// An overridden case takes everything but its shape (family, layout, majors, D type, C, in place) from the suite's
+// first case whose label contains `like` (empty: the first case); none: std::invalid_argument.
+std::vector<Case> build_suite(const std::string& suite, const ShapeOverride& shape, std::uint64_t seed,
+                              const std::string& like = "");
 
 }  // namespace moegemm::bench
