@@ -233,13 +233,17 @@ Case custom_case(const std::string& suite, const ShapeOverride& s, const std::st
       break;
     case Family::kFp8Contiguous:
     case Family::kFp8Masked:
+    case Family::kBf16Contiguous:
+    case Family::kBf16Masked:
       c.groups = need(s.groups, "--groups", suite);
       c.expected = need(s.expected, "--expected-m", suite);
       c.n = need(s.n, "--n", suite);
       c.k = need(s.k, "--k", suite);
       check_positive(c.groups, "--groups");
       check_positive(c.expected, "--expected-m");
-      if (c.family == Family::kFp8Masked && c.expected > c.capacity) c.capacity = c.expected * 2;
+      if ((c.family == Family::kFp8Masked || c.family == Family::kBf16Masked) && c.expected > c.capacity) {
+        c.capacity = c.expected * 2;
+      }
       break;
     default:  // K-grouped: --expected-m is the expected K per expert
       c.groups = need(s.groups, "--groups", suite);
