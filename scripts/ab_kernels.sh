@@ -9,10 +9,13 @@
 #
 # Usage: scripts/ab_kernels.sh [--rounds N] [--out DIR] [--dry-run] NAME=SPEC [NAME=SPEC ...] -- BENCH_ARGS
 #   SPEC: built-in | FOLDER | FILE.patch | REVISION (scripts/kernel_variant.sh), optionally followed by @MACRO or
-#   @MACRO=VALUE (MOEGEMM_JIT_DEFINE).
+#   @MACRO=VALUE (MOEGEMM_JIT_DEFINE), then optionally by #FLAGS: moegemm-bench flags of this variant only
+#   (space-separated, e.g. "#--config 192x128x3" or "#--band 4"), so that forced tiles and bands are compared the same
+#   way as kernels.
 #   The first variant is the reference. BENCH_ARGS go to every moegemm-bench call (for example
 #   --suite wgrad --kernel-time --interleave); --json is added per call.
 # Example: scripts/ab_kernels.sh --rounds 2 main=built-in split=next/kernel-split -- --suite dense --rows m=4096
+#          scripts/ab_kernels.sh plan=built-in 'band4=built-in#--band 4' -- --suite bf16 --rows expK --kernel-time
 # Environment: BUILD_DIR (default build), MOEGEMM_CACHE_DIR as usual (each variant's kernels get their own keys).
 # Exit status: 0; 1 when a bench call failed (its log is named); 2 on a usage error or without a GPU.
 set -uo pipefail
@@ -41,10 +44,12 @@ BENCH_ARGS=("$@")
 OUT="${OUT:-$(mktemp -d)}"
 mkdir -p "$OUT"
 
-# Per variant: its name, its kernel folder ("" for the built-in kernels) and its macro ("" for none).
-NAMES=(); FOLDERS=(); DEFINES=()
+# Per variant: its name, its kernel folder ("" for the built-in kernels), its macro ("" for none) and its own bench
+# flags ("" for none).
+NAMES=(); FOLDERS=(); DEFINES=(); FLAGS=()
 for v in "${VARIANTS[@]}"; do
-  name="${v%%=*}"; spec="${v#*=}"; define=""
+  name="${v%%=*}"; spec="${v#*=}"; define=""; flags=""
+  if [[ "$spec" == *#* ]]; then flags="${spec#*#}"; spec="${spec%%#*}"; fi
   if [[ "$spec" == *@* ]]; then define="${spec#*@}"; spec="${spec%%@*}"; fi
   [[ "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "ab_kernels: variant name '$name': letters, digits, _ . - only" >&2; exit 2; }
   for seen in "${NAMES[@]}"; do
@@ -54,7 +59,7 @@ for v in "${VARIANTS[@]}"; do
     echo "ab_kernels: variant '$name' (above)" >&2
     exit 2
   fi
-  NAMES+=("$name"); FOLDERS+=("$folder"); DEFINES+=("$define")
+  NAMES+=("$name"); FOLDERS+=("$folder"); DEFINES+=("$define"); FLAGS+=("$flags")
 done
 
 failed=0
@@ -67,11 +72,13 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     env_args=(-u MOEGEMM_KERNEL_DIR -u MOEGEMM_JIT_DEFINE)
     [ -n "${FOLDERS[$i]}" ] && env_args+=("MOEGEMM_KERNEL_DIR=${FOLDERS[$i]}")
     [ -n "${DEFINES[$i]}" ] && env_args+=("MOEGEMM_JIT_DEFINE=${DEFINES[$i]}")
+    read -r -a own_args <<< "${FLAGS[$i]}"
+    cmd=("$BENCH" "${BENCH_ARGS[@]}" "${own_args[@]}" --json "$json")
     if [ $DRY -eq 1 ]; then
-      echo "round $round: env ${env_args[*]} $BENCH ${BENCH_ARGS[*]} --json $json"
+      echo "round $round: env ${env_args[*]} ${cmd[*]}"
       continue
     fi
-    env "${env_args[@]}" "$BENCH" "${BENCH_ARGS[@]}" --json "$json" > "$log" 2>&1
+    env "${env_args[@]}" "${cmd[@]}" > "$log" 2>&1
     rc=$?
     if [ $rc -eq 2 ] && grep -q 'no CUDA device' "$log"; then
       echo "ab_kernels: $(grep -m1 'no CUDA device' "$log")" >&2
@@ -95,8 +102,9 @@ for name in "${NAMES[@]}"; do
   specs+=("$name=$(IFS=,; echo "${files[*]}")")
 done
 python3 "$ROOT/tools/bench/compare_runs.py" "${specs[@]}"
-# Two variants that compiled the same kernel sources (each JSON records their hash) under the same macro compare the
-# kernels with themselves: a stale build's built-in kernels, or a folder that did not get its patch, look like that.
+# Two variants that compiled the same kernel sources (each JSON records their hash) under the same macro and flags
+# compare the kernels with themselves: a stale build's built-in kernels, or a folder that did not get its patch, look
+# like that.
 HASHES=()
 for name in "${NAMES[@]}"; do
   HASHES+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("kernel_sources_hash",""))' \
@@ -104,8 +112,9 @@ for name in "${NAMES[@]}"; do
 done
 for ((i = 0; i < ${#NAMES[@]}; ++i)); do
   for ((j = i + 1; j < ${#NAMES[@]}; ++j)); do
-    if [ -n "${HASHES[$i]}" ] && [ "${HASHES[$i]}" = "${HASHES[$j]}" ] && [ "${DEFINES[$i]}" = "${DEFINES[$j]}" ]; then
-      echo "ab_kernels: WARNING: variants ${NAMES[$i]} and ${NAMES[$j]} ran the same kernel sources (hash ${HASHES[$i]:0:16}) with the same macro: this compares the kernels with themselves" >&2
+    if [ -n "${HASHES[$i]}" ] && [ "${HASHES[$i]}" = "${HASHES[$j]}" ] && [ "${DEFINES[$i]}" = "${DEFINES[$j]}" ] &&
+       [ "${FLAGS[$i]}" = "${FLAGS[$j]}" ]; then
+      echo "ab_kernels: WARNING: variants ${NAMES[$i]} and ${NAMES[$j]} ran the same kernel sources (hash ${HASHES[$i]:0:16}) with the same macro and flags: this compares the kernels with themselves" >&2
     fi
   done
 done

@@ -98,6 +98,18 @@ def test_ab_kernels_builds_one_bench_call_per_variant_and_round(tmp_path):
     assert (out / "sources" / "head" / "kernels" / "sm90" / "gemm.cuh").is_file()
 
 
+def test_ab_kernels_passes_a_variants_own_bench_flags(tmp_path):
+    out = tmp_path / "ab"
+    result = run_script("--dry-run", "--rounds", "1", "--out", str(out), "plan=built-in", "band4=built-in#--band 4",
+                        "both=built-in@MOEGEMM_EXP_X=1#--config 192x128x3 --band 2", "--", "--suite", "bf16",
+                        "--rows", "expK")
+    assert result.returncode == 0, result.stderr
+    plan, band4, both = result.stdout.splitlines()
+    assert "--band" not in plan and "--config" not in plan
+    assert band4.endswith("--rows expK --band 4 --json " + str(out / "band4.r1.json"))
+    assert "MOEGEMM_JIT_DEFINE=MOEGEMM_EXP_X=1" in both and "--config 192x128x3 --band 2 --json" in both
+
+
 @pytest.mark.parametrize("args, message", [
     (["main=built-in"], "at least two variants"),
     (["a=built-in", "a=built-in"], "given twice"),
@@ -152,3 +164,9 @@ def test_ab_kernels_warns_when_two_variants_ran_the_same_sources(tmp_path):
     macro = ab(f"a={tmp_path}/one/kernels", f"b={tmp_path}/one/kernels@MOEGEMM_EXP_X=1")
     assert macro.returncode == 0, macro.stderr
     assert "same kernel sources" not in macro.stderr
+    # The same kernels with different bench flags (a forced band or tile) are a real comparison; the same flags are not.
+    flags = ab("a=built-in", "b=built-in#--band 4")
+    assert flags.returncode == 0, flags.stderr
+    assert "same kernel sources" not in flags.stderr
+    same_flags = ab("a=built-in#--band 4", "b=built-in#--band 4")
+    assert "variants a and b ran the same kernel sources" in same_flags.stderr
