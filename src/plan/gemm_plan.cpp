@@ -38,6 +38,10 @@ constexpr int kBlockMs[] = {64, 128, 256};
 constexpr double kThreeWarpgroupGroupedBound = 1.05;
 constexpr double kThreeWarpgroupDenseBound = 0.92;
 constexpr int kBlockNs[] = {16, 32, 48, 64, 96, 128, 144, 160, 176, 192};
+// Masked: experts of at least this many expected rows run 128-row tiles (less padding in each expert's last tile),
+// fewer run 256x128, whose warpgroups skip a 64-row wave without rows. FP8 (with_masked_row_tiles) and BF16 D
+// (with_wide_grouped_bf16_tiles) alike.
+constexpr int kMasked128RowTilesFromExpectedM = 512;
 
 }  // namespace
 
@@ -319,8 +323,9 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
 }
 
 KernelConfig with_masked_row_tiles(KernelConfig config, const ShapeHint& hint, kernels::GroupedKind layout) {
-  if (layout != kernels::GroupedKind::kMasked || hint.m_per_group < 512 || config.block_m != 256 ||
-      config.block_n != 128 || config.cluster_m != 1 || config.cluster_n != 1 || config.k_splits != 1) {
+  if (layout != kernels::GroupedKind::kMasked || hint.m_per_group < kMasked128RowTilesFromExpectedM ||
+      config.block_m != 256 || config.block_n != 128 || config.cluster_m != 1 || config.cluster_n != 1 ||
+      config.k_splits != 1) {
     return config;
   }
   return retiled(config, 128, 192, 1, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
@@ -339,7 +344,7 @@ KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& 
   // (the kernel's kSkipEmptyWaves), compute 192 or 256 rows per expert of 192 where 128x256 computes two 128-row
   // tiles. Measured 3.2-7.9% faster than 128x256 on the four expected-M-192 rows (four rounds); at expected M 1024
   // 256x128 is 2-14% slower (docs/results/2026-12-06-bf16-grouped-tiles.md, runs 1-2).
-  if (layout == GroupedKind::kMasked && hint.m_per_group < 512) {
+  if (layout == GroupedKind::kMasked && hint.m_per_group < kMasked128RowTilesFromExpectedM) {
     return retiled(config, 256, 128, 1, recipe, layout);
   }
   return retiled(config, 128, 256, 1, recipe, layout);

@@ -1,7 +1,6 @@
 #include "suites.hpp"
 
 #include <algorithm>
-
 #include <stdexcept>
 #include <utility>
 
