@@ -50,6 +50,7 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
     config = plan::with_three_warpgroup_tiles(config, hint, sms, static_cast<int>(recipe));
   } else {
     config = plan::with_wide_grouped_bf16_tiles(config, hint, static_cast<int>(recipe), layout);
+    config = plan::with_kgrouped_bf16_band(config, static_cast<int>(recipe), layout);
   }
   return config;
 }

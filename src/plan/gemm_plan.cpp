@@ -350,6 +350,14 @@ KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& 
   return retiled(config, 128, 256, 1, recipe, layout);
 }
 
+KernelConfig with_kgrouped_bf16_band(KernelConfig config, int recipe, kernels::GroupedKind layout) {
+  if (layout != kernels::GroupedKind::kKGrouped || !kernels::sm90::recipe_is_bf16(recipe) || config.raster_band != 0) {
+    return config;
+  }
+  config.raster_band = kBf16KGroupedBand;
+  return config;
+}
+
 KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm90::GemmRecipe recipe,
                                 int block_n_multiple, kernels::GroupedKind layout) {
   if (!kernels::sm90::recipe_is_bf16(static_cast<int>(recipe))) {

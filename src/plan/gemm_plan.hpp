@@ -67,6 +67,16 @@ KernelConfig with_masked_row_tiles(KernelConfig config, const ShapeHint& hint, k
 KernelConfig with_wide_grouped_bf16_tiles(KernelConfig config, const ShapeHint& hint, int recipe,
                                           kernels::GroupedKind layout);
 
+// BF16 k-grouped (A [sum K, M] and B [sum K, N], both MN-major): tiles in rasterisation bands of kBf16KGroupedBand
+// m-blocks instead of the launch's footprint minimum (pick_raster_band), whose model ties on these problems and so
+// takes band 1 at M = 7168, N = 2048 and band 8 at M = 4096, N = 7168. Band 4 measured 8% and 10% faster (geomean of
+// the twelve BF16 k-grouped suite rows, two runs on an H100; rows 0.97-1.28). FP8 k-grouped (K-major operands)
+// and the other suites measured level at bands 2-8 and keep the launch's pick
+// (docs/results/2026-12-06-bf16-grouped-tiles.md, runs 10-13; docs/results/2026-12-06-bf16-kgrouped-band.md).
+// Returns `config` unchanged for other layouts and recipes, and where a band is set already.
+inline constexpr int kBf16KGroupedBand = 4;
+KernelConfig with_kgrouped_bf16_band(KernelConfig config, int recipe, kernels::GroupedKind layout);
+
 // Recipe (1,1,128) (weight gradients): the same model over the tiles that recipe's kernel supports, then
 // with_three_warpgroup_tiles.
 KernelConfig choose_fp8_1d1d_config(const ShapeHint& hint, int num_sms);

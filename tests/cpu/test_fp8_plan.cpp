@@ -467,6 +467,42 @@ TEST(Bf16Plan, WideTilesForLargeGroupedTiles) {
   EXPECT_THROW(plan::check_bf16_config(c, GemmRecipe::kBf16, 0, GroupedKind::kDense), Error);
 }
 
+// BF16 k-grouped plans a rasterisation band of 4 (plan::with_kgrouped_bf16_band, measured on the twelve BF16
+// k-grouped suite rows); the other BF16 layouts and FP8 k-grouped leave the band to the launch (0).
+TEST(Bf16Plan, KGroupedTakesBand4) {
+  for (const auto& [m, n] : {std::pair{4096, 7168}, std::pair{7168, 2048}, std::pair{704, 320}}) {
+    Bf16PlanQuery kq;
+    kq.layout = GemmLayout::kKGrouped;
+    kq.m = m;
+    kq.n = n;
+    kq.k = 8 * 4096;
+    kq.num_groups = 8;
+    kq.a_mn_major = kq.b_mn_major = true;
+    kq.fp32_d = true;
+    const KernelConfig c = plan_bf16_gemm(kq);
+    EXPECT_EQ(c.raster_band, plan::kBf16KGroupedBand) << m << " x " << n << ": " << c.to_string();
+    EXPECT_NE(c.to_string().find("raster band 4"), std::string::npos) << c.to_string();
+  }
+  for (GemmLayout layout : {GemmLayout::kDense, GemmLayout::kMasked, GemmLayout::kContiguousGroupEnds,
+                            GemmLayout::kContiguousRowToGroup}) {
+    Bf16PlanQuery q;
+    q.layout = layout;
+    q.m = 4096;
+    q.n = 7168;
+    q.k = 2048;
+    q.num_groups = layout == GemmLayout::kDense ? 1 : 8;
+    EXPECT_EQ(plan_bf16_gemm(q).raster_band, 0) << static_cast<int>(layout);
+  }
+  EXPECT_EQ(plan_fp8_gemm_wgrad(4096, 7168, 8 * 4096, 8).raster_band, 0);
+  // A band already set (an override passed through the rule) is kept.
+  KernelConfig forced;
+  forced.raster_band = 2;
+  EXPECT_EQ(plan::with_kgrouped_bf16_band(forced, static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32),
+                                          kernels::GroupedKind::kKGrouped)
+                .raster_band,
+            2);
+}
+
 // Split K: a dense problem whose 64-row tiles leave SMs idle takes the tile width (16-64) and rank count (2-4, 8 K
 // blocks a slice at least, clusters of 3 or 4 in 85% of the SMs) that put the most CTAs to work, when that is at
 // least 1.5 times as many as the planned tile alone (decode on N = 576 and 256); everything else runs unsplit.

@@ -349,7 +349,8 @@ TEST(Bf16StagedGpu, KGroupedTnWithEmptyExpertsAndGraphReplay) {
 // K-grouped tn with experts on both sides of kFp32ReduceMinK: C aliasing D (reduce-adds into D from K = 1024 on)
 // gives the bits of C distinct from a NaN-poisoned D, and both match the oracle; on the planner's tile or `config`,
 // on at most max_sms SMs (0: all).
-void run_k_grouped_tn_c_forms(int m, const KernelConfig* config, int max_sms = 0) {
+// Returns the result with C distinct from D.
+std::vector<float> run_k_grouped_tn_c_forms(int m, const KernelConfig* config, int max_sms = 0) {
   const int n = 320, groups = 4;
   const std::vector<std::int64_t> ks = {1024, 0, 384, 2048};
   const int sum_k = 3456;
@@ -390,11 +391,39 @@ void run_k_grouped_tn_c_forms(int m, const KernelConfig* config, int max_sms = 0
   run(true, aliased);
   EXPECT_EQ(0, std::memcmp(distinct.data(), aliased.data(), aliased.size() * sizeof(float)))
       << "C aliasing D differs from C distinct";
+  return distinct;
 }
 
 TEST(Bf16StagedGpu, KGroupedTnCAliasingDGivesTheBitsOfCDistinct) {
   MOEGEMM_REQUIRE_GPU();
   run_k_grouped_tn_c_forms(192, nullptr);
+}
+
+// BF16 k-grouped plans a rasterisation band of 4 (plan::with_kgrouped_bf16_band). The band orders the tiles and
+// nothing else: on 8 CTAs (many tiles each), bands that divide the experts' 6 m-blocks, that do not, and one taller
+// than an expert give the plan's bits.
+TEST(Bf16ForcedConfigsGpu, KGroupedRasterBandsGiveThePlansBits) {
+  MOEGEMM_REQUIRE_GPU();
+  const int m = 704;
+  Bf16PlanQuery query;
+  query.layout = GemmLayout::kKGrouped;
+  query.m = m;
+  query.n = 320;
+  query.k = 3456;
+  query.num_groups = 4;
+  query.a_mn_major = query.b_mn_major = true;
+  query.fp32_d = true;
+  const KernelConfig planned = plan_bf16_gemm(query);
+  ASSERT_EQ(planned.raster_band, 4) << planned.to_string();
+  const std::vector<float> want = run_k_grouped_tn_c_forms(m, nullptr, 8);
+  for (const int band : {1, 3, 16}) {
+    KernelConfig config = planned;
+    config.raster_band = band;
+    SCOPED_TRACE(config.to_string());
+    const std::vector<float> got = run_k_grouped_tn_c_forms(m, &config, 8);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << "band " << band;
+  }
 }
 
 // ---- BF16 D = C + A @ B^T ------------------------------------------------------------------------------------------
