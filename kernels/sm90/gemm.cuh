@@ -48,13 +48,18 @@ namespace moegemm::kernels::sm90 {
 // (gemm_split_k_supported, sm90/gemm_params.cuh).
 // kSegmentAlignment (contiguous group ends): each expert's rows start at the previous expert's end rounded up to it
 // (a power of two; 1: packed). The other layouts keep the default.
+// kFixedKBlocks > 0 (gemm_fixed_k_supported): the problem's K blocks, ceil(K / 128), as a compile-time constant;
+// 0: read from the parameters.
 template <int kBlockM, int kBlockN, int kStages, int kKind, int kClusterM, int kRecipe = 0, int kMnMajor = 0,
-          int kClusterN = 1, int kSplitK = 1, int kSegmentAlignment = kGroupEndsAlignment>
+          int kClusterN = 1, int kSplitK = 1, int kSegmentAlignment = kGroupEndsAlignment, int kFixedKBlocks = 0>
 __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) gemm_kernel(const __grid_constant__ GemmParams params) {
   constexpr bool kRowScaledB = kRecipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   constexpr bool kUnscaled = recipe_is_bf16(kRecipe);
   constexpr bool kBf16DeferredPlain = bf16_deferred_release(kRecipe, kKind, kStages, kSplitK);
-  constexpr int kUnrollK = fp8_k_loop_unroll(kRecipe, kBlockM, kBlockN);
+  constexpr bool kFixedK = kFixedKBlocks > 0;
+  static_assert(!kFixedK || gemm_fixed_k_supported(kRecipe, kKind, kBlockM, kSplitK),
+                "a fixed K block count for a kernel that does not take one");
+  constexpr int kUnrollK = kFixedK ? fp8_fixed_k_unroll(kBlockM, kBlockN) : fp8_k_loop_unroll(kRecipe, kBlockM, kBlockN);
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
@@ -157,7 +162,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
     if (kgrouped_problem.routing == nullptr) kgrouped_problem.routing = params.ks_inline;
   }
   const SchedulerProblem& prob = kKGrouped ? kgrouped_problem : params.problem;
-  const int num_kb = ceil_div(prob.k, kStageK);
+  // (The host launches a fixed-K kernel only for a problem of that many K blocks: gemm_launch.cpp.)
+  const int num_kb = kFixedK ? kFixedKBlocks : ceil_div(prob.k, kStageK);
   // K blocks of a tile: the problem's, or (k-grouped) its expert's.
   auto tile_k_blocks = [&](const TileWork& t) { return kKGrouped ? ceil_div(t.k_len, kStageK) : num_kb; };
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
@@ -266,7 +272,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             // live in uniform registers; one elected lane issues. (Run by lane 0 alone inside a branch, each copy
             // was wrapped in a loop over active lanes: about 75 instructions per stage instead of about 50.
             // Measured: decode rows unchanged to 6% faster, docs/results/2026-12-03-producer-chain.md.)
-            const int tile_kb = warp_uniform(tile_k_blocks(w));
+            const int tile_kb = kFixedK ? num_kb : warp_uniform(tile_k_blocks(w));
             const int k_base = warp_uniform(kKGrouped ? w.k_begin : 0);  // the expert's offset in the concatenated K
             const int a_row = warp_uniform(w.a_row);
             const int n_begin = warp_uniform(w.n_begin);
@@ -564,7 +570,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         // K loop (8 R2UR per K block on the masked 64x128 pair), with a K split (decode) it cost a local-memory
         // access there, and recipe (1,1,128) measured level (dense) to slower (k-grouped, G = 16); with the peel its
         // steady K loop grows from 38 to 47 instructions before the WGMMA wait (128x128 weight gradient, SASS).
-        constexpr bool kFirstBlockSets = kBlockScaledB && kSplitK == 1 && kMathWGs == 2;
+        // A fixed-K loop starts from zeroed results instead: with the peeled block in front of the constant loop it
+        // measured 1-3% slower than without (docs/results/2026-12-06-bf16-kgrouped-band.md, run 8).
+        constexpr bool kFirstBlockSets = kBlockScaledB && kSplitK == 1 && kMathWGs == 2 && !kFixedK;
         if (!kFirstBlockSets || !any_k) {
           // Without a K block (a pass without an expert, a k-grouped expert without K, an empty K slice) the result
           // is zero. (Plain assignments: with kFirstBlockSets the compiler hoisted them out of this branch.)

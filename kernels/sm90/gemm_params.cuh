@@ -182,6 +182,25 @@ static_assert(128 * (gemm_producer_registers(3) + 3 * gemm_math_registers(3)) <=
                   128 * (gemm_producer_registers(2) + 2 * gemm_math_registers(2)) <= 65536,
               "setmaxnreg: the warpgroups' registers fit in the register file");
 
+// Kernels specialised on the problem's K block count (gemm_kernel's kFixedKBlocks > 0): FP8 (1,128,128) 256-row
+// tiles (two math warpgroups of two waves) without a K split, dense, group ends and masked (every tile of the
+// problem runs all of K once). The K loop then has a constant trip count and no peeled first block, and runs
+// fp8_fixed_k_unroll blocks per iteration, as the anchor's JIT builds its kernels (K a compile-time constant).
+// Measured on an H100 against the run-time K loop (docs/results/2026-12-06-bf16-kgrouped-band.md, runs 8-12):
+// 256x128 dense rows -0.7% to +4.4% (geomean +1.1%), group ends -0.8% to +4.2% (packed segments +1.7% to +4.2%),
+// masked expected M 192 -0.3% to +1.4%. Not taken: 128-row tiles (dense 128x192 -4.3% and -8.7% over four rounds,
+// masked 128x192 +0.5% to +1.1%), row-to-group (-1.1% to +2.7%), 64-row tiles and K splits.
+MOEGEMM_HD constexpr bool gemm_fixed_k_supported(int recipe, int kind, int block_m, int split_k) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) && kind != static_cast<int>(GroupedKind::kKGrouped) &&
+         kind != static_cast<int>(GroupedKind::kContiguousRowToGroup) && block_m == 256 && split_k == 1;
+}
+
+// K blocks per iteration of a fixed-K loop: 8 where the kernel holds at most two copies of it (256x128, 256x64: the
+// loop of runs 8-9 there), else the run-time loop's (256x96, three copies: 1).
+MOEGEMM_HD constexpr int fp8_fixed_k_unroll(int block_m, int block_n) {
+  return fp8_k_loop_copies(block_n) <= 2 ? 8 : fp8_k_loop_unroll(static_cast<int>(GemmRecipe::kFp8_1d2d), block_m, block_n);
+}
+
 // Layouts whose every tile belongs to one group and is bounded by a row limit alone (dense, group ends, masked): a
 // tile computes one pass, and its rows past the limit are simply not stored. (Row-to-group tiles run a pass per
 // expert present and store rows by their routing; k-grouped tiles have FP32 D.)

@@ -61,6 +61,7 @@ struct PlannedKernel {
   kernels::sm90::GemmRecipe recipe = kernels::sm90::GemmRecipe::kFp8_1d2d;
   int mn_major = 0;
   int segment_alignment = kContiguousAlignment;  // group ends: the call's layout.segment_alignment
+  long long k = 0;  // the problem's K, where the kernel is specialised on it (launch::gemm_fixed_k_blocks)
 };
 
 PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout,
@@ -79,6 +80,7 @@ PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m
   validate::check_segment_alignment(segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
                                     "segment_alignment");
   planned.segment_alignment = segment_alignment;
+  planned.k = k;
   // As the call plans it: packed FP8 group ends need 16 more bytes of shared memory a stage.
   planned.config = plan::with_shifted_scales(planned.config, 0, planned.layout, segment_alignment, false);
   return planned;
@@ -142,7 +144,7 @@ std::vector<KernelToCompile> kernels_of(const PlannedKernel& p) {
     out.push_back({launch::kgrouped_descriptor_kernel_spec(), KernelConfig{}});
   }
   out.push_back(
-      {launch::gemm_kernel_spec(p.config, p.layout, static_cast<int>(p.recipe), p.mn_major, p.segment_alignment),
+      {launch::gemm_kernel_spec(p.config, p.layout, static_cast<int>(p.recipe), p.mn_major, p.segment_alignment, p.k),
        p.config});
   return out;
 }

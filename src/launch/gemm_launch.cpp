@@ -51,26 +51,44 @@ int kernel_segment_alignment(GroupedKind layout, int segment_alignment) {
 
 }  // namespace
 
+int gemm_fixed_k_blocks(const KernelConfig& c, GroupedKind layout, int recipe, long long k) {
+  // MOEGEMM_JIT_FIXED_K=0: every kernel reads K at run time (experiments: A/B against the specialised kernels).
+  static const bool fixed_k_off = [] {
+    const char* v = std::getenv("MOEGEMM_JIT_FIXED_K");
+    return v != nullptr && std::string(v) == "0";
+  }();
+  if (fixed_k_off || k <= 0 ||
+      !kernels::sm90::gemm_fixed_k_supported(recipe, static_cast<int>(layout), c.block_m, c.k_splits)) {
+    return 0;
+  }
+  return static_cast<int>((k + kFp8BlockK - 1) / kFp8BlockK);
+}
+
 std::string gemm_kernel_key(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major,
-                            int segment_alignment) {
+                            int segment_alignment, long long k) {
   const int alignment = kernel_segment_alignment(layout, segment_alignment);
+  const int fixed_kb = gemm_fixed_k_blocks(c, layout, recipe, k);
   return "sm90_fp8_1d2d/bm" + std::to_string(c.block_m) + "/bn" + std::to_string(c.block_n) + "/st" +
          std::to_string(c.stages) + "/layout" + std::to_string(static_cast<int>(layout)) + "/cm" +
          std::to_string(c.cluster_m) + "/recipe" + std::to_string(recipe) + "/mn" + std::to_string(mn_major) +
          (c.cluster_n > 1 ? "/cn" + std::to_string(c.cluster_n) : std::string()) +
          (c.k_splits > 1 ? "/ks" + std::to_string(c.k_splits) : std::string()) +
-         (alignment != kernels::kGroupEndsAlignment ? "/sa" + std::to_string(alignment) : std::string());
+         (alignment != kernels::kGroupEndsAlignment ? "/sa" + std::to_string(alignment) : std::string()) +
+         (fixed_kb > 0 ? "/kb" + std::to_string(fixed_kb) : std::string());
 }
 
 jit::KernelSpec gemm_kernel_spec(const KernelConfig& c, GroupedKind layout, int recipe, int mn_major,
-                                 int segment_alignment) {
+                                 int segment_alignment, long long k) {
   const int alignment = kernel_segment_alignment(layout, segment_alignment);
+  const int fixed_kb = gemm_fixed_k_blocks(c, layout, recipe, k);
   jit::KernelSpec spec;
-  spec.name = gemm_kernel_key(c, layout, recipe, mn_major, segment_alignment);
-  // The template's trailing parameters (k_splits, the segment alignment) are written only where they differ from
-  // their defaults: the default's kernels are named as before.
+  spec.name = gemm_kernel_key(c, layout, recipe, mn_major, segment_alignment, k);
+  // The template's trailing parameters (k_splits, the segment alignment, the fixed K blocks) are written only where
+  // they differ from their defaults: the default's kernels are named as before.
   std::string trailing;
-  if (alignment != kernels::kGroupEndsAlignment) {
+  if (fixed_kb > 0) {
+    trailing = ", " + std::to_string(c.k_splits) + ", " + std::to_string(alignment) + ", " + std::to_string(fixed_kb);
+  } else if (alignment != kernels::kGroupEndsAlignment) {
     trailing = ", " + std::to_string(c.k_splits) + ", " + std::to_string(alignment);
   } else if (c.k_splits > 1) {
     trailing = ", " + std::to_string(c.k_splits);
@@ -286,8 +304,8 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   if (items == 0) return;
 
   const jit::Kernel& kernel = jit::get_kernel(
-      gemm_kernel_key(c, a.layout, a.recipe, a.mn_major, a.segment_alignment),
-      [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major, a.segment_alignment); }, stream);
+      gemm_kernel_key(c, a.layout, a.recipe, a.mn_major, a.segment_alignment, a.k),
+      [&] { return gemm_kernel_spec(c, a.layout, a.recipe, a.mn_major, a.segment_alignment, a.k); }, stream);
   jit::LaunchConfig lc{};
   lc.block[0] = static_cast<unsigned>((kernels::sm90::gemm_math_warpgroups(c.block_m) + 1) * 128), lc.block[1] = 1,
   lc.block[2] = 1;

@@ -44,13 +44,20 @@ struct GemmLaunch {
   const std::vector<std::int64_t>* host_ks = nullptr;
 };
 
+// The problem's K blocks (ceil(k / 128)) where the kernel for `config` is specialised on them
+// (kernels::sm90::gemm_fixed_k_supported: FP8 (1,128,128), two math warpgroups, no K split, not k-grouped), else 0
+// (k 0: not specialised).
+int gemm_fixed_k_blocks(const KernelConfig& config, kernels::GroupedKind layout, int recipe, long long k);
+
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
 // a short string that determines the source, so a hit never hashes sources). Exposed for compile checks.
-// segment_alignment: the group-ends layout's (docs/layouts.md); the other layouts ignore it.
+// segment_alignment: the group-ends layout's (docs/layouts.md); the other layouts ignore it. k: the problem's K,
+// which the kernel is specialised on where gemm_fixed_k_blocks says so (0: a kernel for any K).
 std::string gemm_kernel_key(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0, int mn_major = 0,
-                            int segment_alignment = kernels::kGroupEndsAlignment);
+                            int segment_alignment = kernels::kGroupEndsAlignment, long long k = 0);
 jit::KernelSpec gemm_kernel_spec(const KernelConfig& config, kernels::GroupedKind layout, int recipe = 0,
-                                 int mn_major = 0, int segment_alignment = kernels::kGroupEndsAlignment);
+                                 int mn_major = 0, int segment_alignment = kernels::kGroupEndsAlignment,
+                                 long long k = 0);
 
 void launch_gemm(const GemmLaunch& args, const KernelConfig& config, bool pdl, Stream stream);
 

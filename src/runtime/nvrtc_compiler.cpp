@@ -149,6 +149,10 @@ const std::vector<std::string>& compile_options() {
     if (const char* define = std::getenv("MOEGEMM_JIT_DEFINE"); define && *define) {
       options.push_back(std::string("-D") + define);
     }
+    // Extra assembler options for experiments (e.g. "--register-usage-level=10"); part of the disk key.
+    if (const char* ptxas = std::getenv("MOEGEMM_JIT_PTXAS"); ptxas && *ptxas) {
+      options.push_back(std::string("--ptxas-options=") + ptxas);
+    }
     return options;
   }();
   return kOptions;

@@ -39,6 +39,7 @@ struct Case {
   int cluster_n = 1;
   int k_splits = 1;
   int segment_alignment = kernels::kGroupEndsAlignment;  // group ends only
+  long long k = 0;  // the problem's K for a kernel specialised on it (launch::gemm_fixed_k_blocks); 0: any K
 };
 
 // A case's configuration with as many stages as fit, checked as the planner checks its own.
@@ -67,7 +68,11 @@ class Fp8KernelCompiles : public ::testing::TestWithParam<Case> {};
 TEST_P(Fp8KernelCompiles, ForSm90aWithinRegisterBudget) {
   const Case c = GetParam();
   const KernelConfig cfg = case_config(c);
-  const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major, c.segment_alignment);
+  const jit::KernelSpec spec =
+      launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major, c.segment_alignment, c.k);
+  // A case with K names a kernel specialised on its K blocks (and only such cases do).
+  EXPECT_EQ(spec.name.find("/kb") != std::string::npos, launch::gemm_fixed_k_blocks(cfg, c.layout, c.recipe, c.k) > 0)
+      << spec.name;
   const jit::CompiledBinary bin = jit::compile_cubin(spec.name, spec.source, spec.name_expression);
   ASSERT_FALSE(bin.cubin.empty());
   ASSERT_TRUE(bin.usage.known) << bin.log;
@@ -167,7 +172,23 @@ INSTANTIATE_TEST_SUITE_P(
         // BF16's.
         Case{256, 128, kernels::GroupedKind::kContiguousGroupEnds, 1, 0, 0, 1, 1, 1},
         Case{128, 192, kernels::GroupedKind::kContiguousGroupEnds, 1, 0, 0, 1, 1, 1},
-        Case{128, 256, kernels::GroupedKind::kContiguousGroupEnds, 1, 2, 0, 1, 1, 64}),
+        Case{128, 256, kernels::GroupedKind::kContiguousGroupEnds, 1, 2, 0, 1, 1, 64},
+        // FP8 kernels specialised on the problem's K blocks (kFixedKBlocks, 256-row tiles): dense with few blocks
+        // (K = 576: 5) and a partial last one (K = 2112: 17), the scale-block split (256x96), a pair sharing A,
+        // packed group ends, masked.
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 7168},
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 576},
+        Case{256, 96, kernels::GroupedKind::kDense, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 2112},
+        Case{256, 128, kernels::GroupedKind::kDense, 1, 0, 0, 2, 1, kernels::kGroupEndsAlignment, 7168},
+        Case{256, 128, kernels::GroupedKind::kContiguousGroupEnds, 1, 0, 0, 1, 1, 1, 4096},
+        Case{256, 128, kernels::GroupedKind::kMasked, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 7168},
+        // Not specialised: 128-row tiles, row-to-group, 64-row tiles (one math warpgroup) and K splits keep the
+        // run-time loop.
+        Case{128, 192, kernels::GroupedKind::kDense, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 2112},
+        Case{128, 192, kernels::GroupedKind::kMasked, 2, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 3072},
+        Case{256, 128, kernels::GroupedKind::kContiguousRowToGroup, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 7168},
+        Case{64, 96, kernels::GroupedKind::kMasked, 1, 0, 0, 1, 1, kernels::kGroupEndsAlignment, 7168},
+        Case{128, 64, kernels::GroupedKind::kDense, 1, 0, 0, 1, 2, kernels::kGroupEndsAlignment, 7168}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return "bm" + std::to_string(info.param.block_m) + "_bn" + std::to_string(info.param.block_n) + "_layout" +
              std::to_string(static_cast<int>(info.param.layout)) + "_cm" + std::to_string(info.param.cluster_m) +
@@ -176,7 +197,8 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.k_splits > 1 ? "_ks" + std::to_string(info.param.k_splits) : std::string()) +
              (info.param.segment_alignment != kernels::kGroupEndsAlignment
                   ? "_sa" + std::to_string(info.param.segment_alignment)
-                  : std::string());
+                  : std::string()) +
+             (info.param.k > 0 ? "_k" + std::to_string(info.param.k) : std::string());
     });
 
 // BF16 dense and masked tiles of 6 or more stages keep one K block's WGMMAs in flight (wgmma.wait_group 1 in the K

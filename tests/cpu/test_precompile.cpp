@@ -44,8 +44,11 @@ TEST_F(Precompile, FirstRequestCompilesThePlannedKernelIntoTheCacheSecondFindsIt
   const std::vector<PrecompiledKernel> first = precompile_fp8_gemm_nt(4096, 7168, 2048);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].config.to_string(), plan.to_string());
-  // The name the dense call looks the kernel up by.
-  EXPECT_EQ(first[0].name, launch::gemm_kernel_key(plan, kernels::GroupedKind::kDense));
+  // The name the dense call looks the kernel up by: its 256x128 tile specialised on the call's 16 K blocks.
+  ASSERT_EQ(plan.block_m, 256) << plan.to_string();
+  EXPECT_EQ(first[0].name, launch::gemm_kernel_key(plan, kernels::GroupedKind::kDense, 0, 0,
+                                                   kernels::kGroupEndsAlignment, 2048));
+  EXPECT_NE(first[0].name.find("/kb16"), std::string::npos) << first[0].name;
   EXPECT_FALSE(first[0].from_disk);
   EXPECT_GT(first[0].compile_ms, 0.0);
   EXPECT_GT(first[0].registers, 0);  // ptxas's report, kept in the file
@@ -91,12 +94,13 @@ TEST_F(Precompile, GroupEndsQueriesNameTheirSegmentAlignment) {
       precompile_fp8_gemm_nt(8192, 4096, 7168, 8, 0, GemmLayout::kContiguousGroupEnds, 1);
   ASSERT_EQ(packed.size(), 1u);
   EXPECT_EQ(packed[0].name, launch::gemm_kernel_key(packed[0].config, kernels::GroupedKind::kContiguousGroupEnds, 0,
-                                                    0, 1));
+                                                    0, 1, 7168));
   EXPECT_NE(packed[0].name.find("/sa1"), std::string::npos) << packed[0].name;
   EXPECT_TRUE(fs::exists(packed[0].path));
   // The default alignment keeps the kernel's name (and kernel) of before.
   const std::vector<PrecompiledKernel> aligned = precompile_fp8_gemm_nt(8192, 4096, 7168, 8);
-  EXPECT_EQ(aligned[0].name, launch::gemm_kernel_key(aligned[0].config, kernels::GroupedKind::kContiguousGroupEnds));
+  EXPECT_EQ(aligned[0].name, launch::gemm_kernel_key(aligned[0].config, kernels::GroupedKind::kContiguousGroupEnds,
+                                                     0, 0, kernels::kGroupEndsAlignment, 7168));
   EXPECT_EQ(aligned[0].name.find("/sa"), std::string::npos) << aligned[0].name;
   // A BF16 query the same way.
   Bf16PlanQuery q;
@@ -140,7 +144,8 @@ TEST_F(Precompile, ABatchCompilesEachDistinctKernelOnceInTheOrderTheQueriesNameT
     if (std::find(expected.begin(), expected.end(), n) == expected.end()) expected.push_back(n);
   };
   for (const Fp8NtQuery& q : batch.fp8_nt) {
-    name(launch::gemm_kernel_key(plan_fp8_gemm_nt(q.m, q.n, q.k), kernels::GroupedKind::kDense));
+    name(launch::gemm_kernel_key(plan_fp8_gemm_nt(q.m, q.n, q.k), kernels::GroupedKind::kDense, 0, 0,
+                                 kernels::kGroupEndsAlignment, q.k));
   }
   const size_t dense_kernels = expected.size();
   ASSERT_GE(dense_kernels, 3u) << "the sweep should span several tiles";
