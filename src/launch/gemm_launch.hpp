@@ -45,8 +45,8 @@ struct GemmLaunch {
 };
 
 // The problem's K blocks (ceil(k / 128)) where the kernel for `config` is specialised on them
-// (kernels::sm90::gemm_fixed_k_supported: FP8 (1,128,128), two math warpgroups, no K split, not k-grouped), else 0
-// (k 0: not specialised).
+// (kernels::sm90::gemm_fixed_k_supported: FP8 (1,128,128) 256-row tiles without a K split, dense, group ends and
+// masked), else 0 (also for k 0, and with MOEGEMM_JIT_FIXED_K=0).
 int gemm_fixed_k_blocks(const KernelConfig& config, kernels::GroupedKind layout, int recipe, long long k);
 
 // The translation unit, kernel name expression and in-memory cache key of one kernel configuration (the key is
