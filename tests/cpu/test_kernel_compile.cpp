@@ -301,6 +301,58 @@ INSTANTIATE_TEST_SUITE_P(
                       UnrollCase{Case{64, 96, kernels::GroupedKind::kMasked}, 3, 1}),
     [](const ::testing::TestParamInfo<UnrollCase>& info) { return case_name(info.param.tile); });
 
+// Which kernels are specialised on the problem's K blocks (launch::gemm_fixed_k_blocks, gemm_fixed_k_supported):
+// FP8 (1,128,128) 256-row tiles without a K split on the dense, group-ends and masked layouts, with ceil(K / 128)
+// blocks; every other kernel, and a query without K, reads K at run time.
+TEST(FixedKBlocks, OnlyFp8TallTilesOfLayoutsThatShareK) {
+  using kernels::GroupedKind;
+  auto fixed = [](int block_m, int block_n, GroupedKind layout, long long k, int recipe = 0, int k_splits = 1) {
+    KernelConfig c;
+    c.block_m = block_m;
+    c.block_n = block_n;
+    c.k_splits = k_splits;
+    return launch::gemm_fixed_k_blocks(c, layout, recipe, k);
+  };
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kDense, 7168), 56);
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kDense, 2112), 17);  // a partial last block counts
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kDense, 128), 1);
+  EXPECT_EQ(fixed(256, 96, GroupedKind::kContiguousGroupEnds, 576), 5);
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kMasked, 16384), 128);
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kDense, 0), 0);
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kContiguousRowToGroup, 7168), 0);
+  EXPECT_EQ(fixed(256, 128, GroupedKind::kKGrouped, 7168), 0);
+  EXPECT_EQ(fixed(128, 192, GroupedKind::kDense, 7168), 0);
+  EXPECT_EQ(fixed(128, 128, GroupedKind::kMasked, 7168), 0);
+  EXPECT_EQ(fixed(64, 96, GroupedKind::kMasked, 7168), 0);
+  EXPECT_EQ(fixed(128, 64, GroupedKind::kDense, 7168, 0, 2), 0);
+  for (int recipe : {1, 2, 3, 4}) EXPECT_EQ(fixed(256, 128, GroupedKind::kDense, 7168, recipe), 0) << recipe;
+}
+
+// A fixed-K kernel's K loop: no peeled first block and, where the loop has one copy, 8 K blocks per iteration with
+// no remainder when the count divides by 8. Seen in the PTX as WGMMA commit groups (one per 64-row wave and K
+// block): 256x128 with 56 blocks holds exactly one iteration's 8 x 2; the run-time kernel (1 + 4 + 1) x 2, its
+// peeled block, 4 blocks per iteration and a rolled remainder.
+TEST(FixedKBlocks, TheLoopIsUnrolledWithoutPeelOrRemainder) {
+  auto commits_of = [](const jit::KernelSpec& spec) {
+    const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
+    int commits = 0;
+    for (size_t at = ptx.find("wgmma.commit_group.sync.aligned"); at != std::string::npos;
+         at = ptx.find("wgmma.commit_group.sync.aligned", at + 1)) {
+      ++commits;
+    }
+    return commits;
+  };
+  const Case dense{256, 128, kernels::GroupedKind::kDense};
+  const KernelConfig cfg = case_config(dense);
+  const jit::KernelSpec fixed =
+      launch::gemm_kernel_spec(cfg, dense.layout, 0, 0, kernels::kGroupEndsAlignment, 7168);
+  const jit::KernelSpec run_time = launch::gemm_kernel_spec(cfg, dense.layout, 0, 0);
+  ASSERT_NE(fixed.name, run_time.name);
+  EXPECT_EQ(kernels::sm90::fp8_fixed_k_unroll(256, 128), 8);
+  EXPECT_EQ(commits_of(fixed), 8 * 2) << fixed.name;
+  EXPECT_EQ(commits_of(run_time), (1 + 4 + 1) * 2) << run_time.name;
+}
+
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
 TEST(KGroupedDescriptorKernel, CompilesForSm90a) {
   const jit::CompiledBinary bin =
