@@ -256,6 +256,17 @@ INSTANTIATE_TEST_SUITE_P(
 // block_n dividing 128), two on 128-row tiles with up to three copies, one elsewhere (fp8_k_loop_unroll). Seen in
 // the PTX as WGMMA commit groups per copy of the K loop and 64-row wave: a rolled copy holds one K block (two with
 // the peeled first block); one unrolled by U holds U, plus the peeled block or the remainder.
+// WGMMA commit groups in a kernel's PTX: one per 64-row wave and compiled K block.
+int wgmma_commit_groups(const jit::KernelSpec& spec) {
+  const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
+  int commits = 0;
+  for (size_t at = ptx.find("wgmma.commit_group.sync.aligned"); at != std::string::npos;
+       at = ptx.find("wgmma.commit_group.sync.aligned", at + 1)) {
+    ++commits;
+  }
+  return commits;
+}
+
 struct UnrollCase {
   Case tile;
   int loop_copies;  // copies of the K loop in the kernel: one per B scale split (dispatch_split)
@@ -270,12 +281,7 @@ TEST_P(Fp8KLoopUnroll, FollowsTheTileRule) {
   if (c.recipe == 0) EXPECT_EQ(kernels::sm90::fp8_k_loop_copies(c.block_n), GetParam().loop_copies);
   EXPECT_EQ(kernels::sm90::fp8_k_loop_unroll(c.recipe, c.block_m, c.block_n), GetParam().unroll);
   const jit::KernelSpec spec = launch::gemm_kernel_spec(cfg, c.layout, c.recipe, c.mn_major);
-  const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
-  int commits = 0;
-  for (size_t at = ptx.find("wgmma.commit_group.sync.aligned"); at != std::string::npos;
-       at = ptx.find("wgmma.commit_group.sync.aligned", at + 1)) {
-    ++commits;
-  }
+  const int commits = wgmma_commit_groups(spec);
   const int waves = kernels::sm90::gemm_waves(c.block_m);  // one commit group per 64-row wave and K block
   const int per_copy = commits / (GetParam().loop_copies * waves);
   if (GetParam().unroll > 1) {
@@ -333,15 +339,6 @@ TEST(FixedKBlocks, OnlyFp8TallTilesOfLayoutsThatShareK) {
 // block): 256x128 with 56 blocks holds exactly one iteration's 8 x 2; the run-time kernel (1 + 4 + 1) x 2, its
 // peeled block, 4 blocks per iteration and a rolled remainder.
 TEST(FixedKBlocks, TheLoopIsUnrolledWithoutPeelOrRemainder) {
-  auto commits_of = [](const jit::KernelSpec& spec) {
-    const std::string ptx = jit::compile_ptx(spec.name, spec.source, spec.name_expression);
-    int commits = 0;
-    for (size_t at = ptx.find("wgmma.commit_group.sync.aligned"); at != std::string::npos;
-         at = ptx.find("wgmma.commit_group.sync.aligned", at + 1)) {
-      ++commits;
-    }
-    return commits;
-  };
   const Case dense{256, 128, kernels::GroupedKind::kDense};
   const KernelConfig cfg = case_config(dense);
   const jit::KernelSpec fixed =
@@ -349,8 +346,8 @@ TEST(FixedKBlocks, TheLoopIsUnrolledWithoutPeelOrRemainder) {
   const jit::KernelSpec run_time = launch::gemm_kernel_spec(cfg, dense.layout, 0, 0);
   ASSERT_NE(fixed.name, run_time.name);
   EXPECT_EQ(kernels::sm90::fp8_fixed_k_unroll(256, 128), 8);
-  EXPECT_EQ(commits_of(fixed), 8 * 2) << fixed.name;
-  EXPECT_EQ(commits_of(run_time), (1 + 4 + 1) * 2) << run_time.name;
+  EXPECT_EQ(wgmma_commit_groups(fixed), 8 * 2) << fixed.name;
+  EXPECT_EQ(wgmma_commit_groups(run_time), (1 + 4 + 1) * 2) << run_time.name;
 }
 
 // The stream-ordered step that writes the k-grouped FP8 descriptors (tensormap.replace is sm_90a-only).
