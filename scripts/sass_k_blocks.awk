@@ -19,7 +19,19 @@
 # WGMMA group with no new stage wait (the second 64-row wave of a 256-row tile) belongs to its block and is not
 # listed on its own.
 /\/\*[0-9a-f]+\*\// { instr[NR] = 1 }
-/R2UR/ { isr2ur[NR] = 1 }
+# An R2UR whose source was last written by a global load (LDG) moves a loaded value into a uniform register (a B
+# block scale read one K block ahead: b_block_scales_ahead): counted apart, as "R2UR of loaded values", since the
+# guard's concern is WGMMA descriptors rebuilt in vector registers.
+/\/\*[0-9a-f]+\*\// {
+  body = $0; sub(/.*\*\/[ \t]*/, "", body); sub(/^@!?U?P[0-9T]+[ \t]+/, "", body)
+  op = body; sub(/[ \t].*/, "", op)
+  dst = body; sub(/^[^ \t]+[ \t]+/, "", dst); sub(/[ ,;].*/, "", dst)
+  if (op ~ /^R2UR/) {
+    src = body; sub(/^[^,]*,[ \t]*/, "", src); sub(/[ ,;].*/, "", src)
+    if ((src in loaded) && loaded[src]) isr2ur_loaded[NR] = 1; else isr2ur[NR] = 1
+  }
+  if (dst ~ /^R[0-9]+$/) loaded[dst] = (op ~ /^LDG/)
+}
 /(STL|LDL)/ { islocal[NR] = 1 }
 /TRYWAIT/ { last_wait = NR }
 /GMMA/ {
@@ -31,10 +43,13 @@
 }
 /DEPBAR/ {
   if (gmma_since > 0 && first_wait > 0) {
-    n = 0; r2ur = 0; local = 0
-    for (i = first_wait; i <= NR; i++) { n += (i in instr); r2ur += (i in isr2ur); local += (i in islocal) }
+    n = 0; r2ur = 0; r2ur_loaded = 0; local = 0
+    for (i = first_wait; i <= NR; i++) {
+      n += (i in instr); r2ur += (i in isr2ur); r2ur_loaded += (i in isr2ur_loaded); local += (i in islocal)
+    }
     nk++; ks[nk] = first_gmma; ke[nk] = first_gmma
     kdesc[nk] = sprintf("%d instructions to the WGMMA wait, %d WGMMA, %d R2UR, %d local", n, gmma_since, r2ur, local)
+    if (r2ur_loaded > 0) kdesc[nk] = kdesc[nk] sprintf(", %d R2UR of loaded values", r2ur_loaded)
   }
   gmma_since = 0
 }

@@ -63,8 +63,10 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kFp32Out = recipe_has_fp32_out(kRecipe);
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
-  // B's block scales: copied into each stage by the producer (b_block_scales_in_stages).
-  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe);
+  // B's block scales: copied into each stage by the producer (b_block_scales_in_stages), or read by the math warps
+  // from global memory one K block ahead (b_block_scales_ahead).
+  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
+  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
   // A's scales loaded from the tile's first row rounded down to 4, with a tail box (gemm_sfa_shifted: FP8 packed group
   // ends), and read from the row's shift.
   constexpr bool kSfaShifted = gemm_sfa_shifted(kRecipe, kKind, kSegmentAlignment);
@@ -589,6 +591,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         if (any_k) {
           u32 deferred_stage = 0;  // kBf16Deferred: the stage of the K block whose WGMMAs are still in flight
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
+          // kBScalesAhead: the next K block's one or two B scales, loaded while this block runs.
+          float scale_b_next0 = 1.0f, scale_b_next1 = 1.0f;
+          if constexpr (kBScalesAhead) {
+            const float* src = b_scales.first + kb_first * params.sfb_k_stride;
+            scale_b_next0 = __ldg(src);
+            scale_b_next1 = __ldg(src + b_scales.second_offset);
+          }
           auto k_loop = [&](auto split_constant, auto waves_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
             // The waves that have rows: kWaves, or 1 (kSkipEmptyWaves).
@@ -600,8 +609,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               constexpr bool kIssueC = decltype(kind_constant)::value == 2;
               constexpr bool kSpreadBox = decltype(kind_constant)::value == 3;
               const u32 stage = static_cast<u32>(cur.stage);
-              mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
+              if constexpr (kBScalesAhead) {
+                scale_b0 = scale_b_next0;
+                scale_b1 = scale_b_next1;
+                // The next block's (this block's again after the tile's last: an address inside B's scales).
+                const float* src = b_scales.first + (kb + 1 < kb_end ? kb + 1 : kb) * params.sfb_k_stride;
+                scale_b_next0 = __ldg(src);
+                scale_b_next1 = __ldg(src + b_scales.second_offset);
+              }
+              mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
 #pragma unroll
               for (int v = 0; v < kRunWaves; ++v) {
                 sa_lo[v] = 1.0f;

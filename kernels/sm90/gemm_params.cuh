@@ -118,12 +118,24 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
   return block_n >= 16 && block_n % 16 == 0 && (block_n <= 192 || block_n == 256);
 }
 
-// Recipe (1,128,128): the producer copies each stage's one or two B block scales into the stage (cp.async), so
-// that they arrive with the stage's operands. The alternative, math warps loading them from global memory two K
-// blocks ahead, puts an L2 round trip per two K blocks on the consumers' chain
-// (docs/results/2026-12-03-bscale-path.md, docs/results/2026-12-03-producer-chain.md).
-MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe) {
-  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d);
+// Recipe (1,128,128): where each K block's one or two B block scales come from.
+// - Copied into the stage by the producer (cp.async, one more arrival on the stage's full barrier), read by the math
+//   warps with ld.shared: 64-row tiles (decode), K splits, and fixed-K kernels of at most 4 K blocks.
+// - Elsewhere read by the math warps from global memory, issued one K block ahead (b_block_scales_ahead): the stage's
+//   full barrier then waits for the TMA bytes alone. On 128- and 256-row tiles this measured +1.7-1.9% on dense
+//   M = 4096 (4096 x 4096 x 7168 +4.3%, 4096 x 7168 x 16384 +5.5-6.9%), +2.4-2.9% on contiguous and +2.5% on masked
+//   expected M 1024 (H100), but -2% to -4% on 4096 x 32768 x 512 (4 K blocks: the tile's first read is not hidden)
+//   (docs/results/2026-12-06-bscale-reads.md, runs 3-4). (ptxas issues the load late, close to its use: a timing
+//   probe without any B-scale transfer ran another 3% faster; a per-warp cp.async slot a block ahead ran 2% slower
+//   than the copy.) The shared-memory layout keeps the copy's 16 bytes per stage either way.
+// Earlier kernels measured the global read slower (docs/results/2026-12-03-bscale-path.md).
+MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m, int split_k, int fixed_k_blocks) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) &&
+         (block_m == 64 || split_k > 1 || (fixed_k_blocks > 0 && fixed_k_blocks <= 4));
+}
+MOEGEMM_HD constexpr bool b_block_scales_ahead(int recipe, int block_m, int split_k, int fixed_k_blocks) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) &&
+         !b_block_scales_in_stages(recipe, block_m, split_k, fixed_k_blocks);
 }
 
 // Copies of the FP8 (1,128,128) K loop a kernel holds: one for tiles inside one 128-column scale block of B, and
@@ -446,7 +458,7 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.a_bytes = block_m * 128;  // 128-byte rows whatever the element type
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up((block_m + (sfa_shifted ? kSfaTailRows : 0)) * 4, 128);
-  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : b_block_scales_in_stages(recipe) ? 16 : 0;
+  l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) ? 16 : 0;
   l.stage_pitch = fp32_out ? (tma_store ? block_n * 4 : 0) : tma_store ? block_n * 2 : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch * (tma_store ? gemm_waves(block_m) : 1);
   l.a_offset = 0;
