@@ -5,8 +5,8 @@
 //
 // Structure (persistent, warp-specialised):
 //   warpgroup kMathWGs (the last 128 threads): its first warp runs the producer loop and one elected lane issues
-//     the TMA loads of A, B and A's scales (and copies B's scales) into a ring of kStages shared-memory stages,
-//     each guarded by a "full" and an "empty" mbarrier;
+//     the TMA loads of A, B and A's scales (and, where b_block_scales_in_stages, copies B's block scales) into a
+//     ring of kStages shared-memory stages, each guarded by a "full" and an "empty" mbarrier;
 //   warpgroups 0..kMathWGs-1: each owns one or two 64-row waves of the block_m-row tile. Per 128-wide K block it
 //     issues four m64nNk32 WGMMAs per wave into a fresh FP32 accumulator, waits, frees the stage, and promotes:
 //     result += accumulator * scale_a[row] * scale_b[block] (BF16 accumulates over all of K instead, and on dense

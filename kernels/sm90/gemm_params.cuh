@@ -373,7 +373,8 @@ MOEGEMM_HD constexpr int split_k_partial_bytes(int block_m, int block_n) {
 struct GemmSmemLayout {
   int a_bytes, b_bytes, sfa_bytes;  // per stage
   // Per stage, B's scales: recipe (1,1,128) B's row scales (TMA); recipe (1,128,128) the one or
-  // two 128x128-block scales of the tile's columns at this K block (two floats, cp.async); otherwise none.
+  // two 128x128-block scales of the tile's columns at this K block (two floats, cp.async; reserved, unused where the
+  // math warps read them from global memory: b_block_scales_ahead); otherwise none.
   int sfb_bytes;
   // Bytes per staged D row. Bounded stores: +16 keeps the quad-wise writes bank-conflict free, and the epilogue
   // keeps the row's store decision (RowAction) in those 16 bytes. TMA stores: block_n * 2, in 64-column boxes of
