@@ -122,12 +122,12 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
 // - Copied into the stage by the producer (cp.async, one more arrival on the stage's full barrier), read by the math
 //   warps with ld.shared: 64-row tiles (decode), K splits, and fixed-K kernels of at most 4 K blocks.
 // - Elsewhere read by the math warps from global memory, issued one K block ahead (b_block_scales_ahead): the stage's
-//   full barrier then waits for the TMA bytes alone. On 128- and 256-row tiles this measured +1.7-1.9% on dense
-//   M = 4096 (4096 x 4096 x 7168 +4.3%, 4096 x 7168 x 16384 +5.5-6.9%), +2.4-2.9% on contiguous and +2.5% on masked
-//   expected M 1024 (H100), but -2% to -4% on 4096 x 32768 x 512 (4 K blocks: the tile's first read is not hidden)
-//   (docs/results/2026-12-06-bscale-reads.md, runs 3-4). (ptxas issues the load late, close to its use: a timing
-//   probe without any B-scale transfer ran another 3% faster; a per-warp cp.async slot a block ahead ran 2% slower
-//   than the copy.) The shared-memory layout keeps the copy's 16 bytes per stage either way.
+//   full barrier then waits for the TMA bytes alone. On 128- and 256-row tiles this measured +1.7-2.3% on dense
+//   M = 4096 (4096 x 4096 x 7168 +4.2-4.4%, 4096 x 7168 x 16384 +5.5-10%), +2.4-2.9% on contiguous and +2.3-3.5% on
+//   masked expected M 1024 (H100), but -2% to -4% on 4096 x 32768 x 512 (4 K blocks: the tile's first read is not
+//   hidden) (docs/results/2026-12-06-bscale-reads.md, runs 3-5). (ptxas issues the load late, close to its use: a
+//   timing probe without any B-scale transfer ran another 1.5-3% faster; a per-warp cp.async slot a block ahead ran
+//   2% slower than the copy.) The shared-memory layout keeps the copy's 16 bytes per stage either way.
 // Earlier kernels measured the global read slower (docs/results/2026-12-03-bscale-path.md).
 MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m, int split_k, int fixed_k_blocks) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) &&
