@@ -18,11 +18,11 @@
 # the next stage's wait before this block's WGMMA wait, so its blocks overlap by those few instructions. A second
 # WGMMA group with no new stage wait (the second 64-row wave of a 256-row tile) belongs to its block and is not
 # listed on its own.
-/\/\*[0-9a-f]+\*\// { instr[NR] = 1 }
-# An R2UR whose source was last written by a global load (LDG) moves a loaded value into a uniform register (a B
-# block scale read one K block ahead: b_block_scales_ahead): counted apart, as "R2UR of loaded values", since the
-# guard's concern is WGMMA descriptors rebuilt in vector registers.
+# Per instruction: it counts (instr); an R2UR whose source was last written by a global load (LDG) moves a loaded
+# value into a uniform register (a B block scale read one K block ahead: b_block_scales_ahead) and is counted apart,
+# as "R2UR of loaded values", since the guard's concern is WGMMA descriptors rebuilt in vector registers.
 /\/\*[0-9a-f]+\*\// {
+  instr[NR] = 1
   body = $0; sub(/.*\*\/[ \t]*/, "", body); sub(/^@!?U?P[0-9T]+[ \t]+/, "", body)
   op = body; sub(/[ \t].*/, "", op)
   dst = body; sub(/^[^ \t]+[ \t]+/, "", dst); sub(/[ ,;].*/, "", dst)

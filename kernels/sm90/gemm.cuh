@@ -593,11 +593,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           const BScaleBlocks b_scales = b_scale_blocks<kBlockN, (kClusterN > 1)>(params, prob, w, g);  // (1,128,128)
           // kBScalesAhead: the next K block's one or two B scales, loaded while this block runs.
           float scale_b_next0 = 1.0f, scale_b_next1 = 1.0f;
-          if constexpr (kBScalesAhead) {
-            const float* src = b_scales.first + kb_first * params.sfb_k_stride;
-            scale_b_next0 = __ldg(src);
-            scale_b_next1 = __ldg(src + b_scales.second_offset);
-          }
+          auto load_b_scales = [&](int kb, float& s0, float& s1) {
+            const float* src = b_scales.first + kb * params.sfb_k_stride;
+            s0 = __ldg(src);
+            s1 = __ldg(src + b_scales.second_offset);
+          };
+          if constexpr (kBScalesAhead) load_b_scales(kb_first, scale_b_next0, scale_b_next1);
           auto k_loop = [&](auto split_constant, auto waves_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
             // The waves that have rows: kWaves, or 1 (kSkipEmptyWaves).
@@ -614,9 +615,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 scale_b0 = scale_b_next0;
                 scale_b1 = scale_b_next1;
                 // The next block's (this block's again after the tile's last: an address inside B's scales).
-                const float* src = b_scales.first + (kb + 1 < kb_end ? kb + 1 : kb) * params.sfb_k_stride;
-                scale_b_next0 = __ldg(src);
-                scale_b_next1 = __ldg(src + b_scales.second_offset);
+                load_b_scales(kb + 1 < kb_end ? kb + 1 : kb, scale_b_next0, scale_b_next1);
               }
               mbarrier_wait(full_bar_addr + stage * 8, cur.phase);
 #pragma unroll
