@@ -64,9 +64,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kAddBf16C = kRecipe == static_cast<int>(GemmRecipe::kBf16AddC);
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
   // B's block scales: copied into each stage by the producer (b_block_scales_in_stages), or read by the math warps
-  // from global memory one K block ahead (b_block_scales_ahead).
+  // from global memory (b_block_scales_ahead): the tile's whole row at its start, held across the warp's lanes
+  // (b_block_scales_in_lanes: fixed-K kernels), or one K block ahead.
   constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
-  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
+  constexpr bool kBScalesInLanes = b_block_scales_in_lanes(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
+  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kSplitK, kFixedKBlocks) && !kBScalesInLanes;
+  constexpr int kSfbLaneChunks = kBScalesInLanes ? b_block_scale_lane_chunks(kFixedKBlocks) : 1;
   // A's scales loaded from the tile's first row rounded down to 4, with a tail box (gemm_sfa_shifted: FP8 packed group
   // ends), and read from the row's shift.
   constexpr bool kSfaShifted = gemm_sfa_shifted(kRecipe, kKind, kSegmentAlignment);
@@ -599,6 +602,15 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             s1 = __ldg(src + b_scales.second_offset);
           };
           if constexpr (kBScalesAhead) load_b_scales(kb_first, scale_b_next0, scale_b_next1);
+          // kBScalesInLanes: lane l holds K blocks l, 32 + l, ... (block 0's again past the last: a valid address).
+          float sfb_lanes0[kSfbLaneChunks], sfb_lanes1[kSfbLaneChunks];
+          if constexpr (kBScalesInLanes) {
+#pragma unroll
+            for (int c = 0; c < kSfbLaneChunks; ++c) {
+              const int k = c * 32 + static_cast<int>(lane);
+              load_b_scales(k < kFixedKBlocks ? k : 0, sfb_lanes0[c], sfb_lanes1[c]);
+            }
+          }
           auto k_loop = [&](auto split_constant, auto waves_constant) {
             constexpr int kSplit = decltype(split_constant)::value;
             // The waves that have rows: kWaves, or 1 (kSkipEmptyWaves).
@@ -611,7 +623,19 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               constexpr bool kSpreadBox = decltype(kind_constant)::value == 3;
               const u32 stage = static_cast<u32>(cur.stage);
               float sa_lo[kWaves], sa_hi[kWaves], scale_b0 = 1.0f, scale_b1 = 1.0f;
-              if constexpr (kBScalesAhead) {
+              if constexpr (kBScalesInLanes) {
+                // A fixed-K kernel's tiles start at K block 0. The chunk is picked by compares (no local memory).
+                float v0 = sfb_lanes0[0], v1 = sfb_lanes1[0];
+#pragma unroll
+                for (int c = 1; c < kSfbLaneChunks; ++c) {
+                  if (kb >= c * 32) {
+                    v0 = sfb_lanes0[c];
+                    v1 = sfb_lanes1[c];
+                  }
+                }
+                scale_b0 = __shfl_sync(0xffffffffu, v0, kb & 31);
+                scale_b1 = __shfl_sync(0xffffffffu, v1, kb & 31);
+              } else if constexpr (kBScalesAhead) {
                 scale_b0 = scale_b_next0;
                 scale_b1 = scale_b_next1;
                 // The next block's (this block's again after the tile's last: an address inside B's scales).
