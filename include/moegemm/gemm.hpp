@@ -6,6 +6,7 @@
 // Shapes and strides are in elements. D and C are row-major (last stride 1).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,9 @@ struct Bf16PlanQuery {
   bool fp32_d = false;  // FP32 D (k-grouped: always)
   bool with_c = false;  // D = C + A B^T with BF16 D (dense only)
   int segment_alignment = kContiguousAlignment;  // group ends: the call's layout.segment_alignment (precompile_*)
+  // A call's GemmOptions::config: the query then stands for that call (its kernel, checked by the call's rules and
+  // completed as the call completes it) instead of the planner's choice.
+  std::optional<KernelConfig> config;
 };
 KernelConfig plan_bf16_gemm(const Bf16PlanQuery& query);
 
@@ -145,17 +149,21 @@ std::vector<PrecompiledKernel> precompile_bf16_gemm(const Bf16PlanQuery& query);
 // for). precompile_all plans every query first (a bad one throws, naming it, before anything compiles), then
 // compiles each distinct kernel once, on up to `threads` CPU threads at a time (0: one per hardware thread), and
 // returns the distinct kernels in the order the queries first name them. Kernels are specialised on tile and layout,
-// not on M, N or K, so a sweep over M names a few kernels (docs/api.md). Disk cache rules as precompile_*.
+// not on M or N (on K only the 256-row FP8 (1,128,128) kernels), so a sweep over M names a few kernels
+// (docs/api.md). A query with a config stands for the call with that GemmOptions::config, so that a call forcing
+// a configuration can be warmed up too. Disk cache rules as precompile_*.
 struct Fp8NtQuery {  // precompile_fp8_gemm_nt's arguments
   int m = 0, n = 0, k = 0;
   int num_groups = 1;
   int expected_m = 0;
   GemmLayout grouped_layout = GemmLayout::kContiguousGroupEnds;
   int segment_alignment = kContiguousAlignment;
+  std::optional<KernelConfig> config;  // a call's GemmOptions::config (as Bf16PlanQuery::config)
 };
 struct Fp8WgradQuery {  // precompile_fp8_gemm_wgrad's arguments
   int m = 0, n = 0, k = 0;
   int num_groups = 1;
+  std::optional<KernelConfig> config;  // a call's GemmOptions::config (as Bf16PlanQuery::config)
 };
 struct WarmupQueries {
   std::vector<Fp8NtQuery> fp8_nt;

@@ -18,6 +18,7 @@
 namespace moegemm {
 
 using api::bf16_recipe;
+using api::checked_override;
 using api::kKGroupedTnMajors;
 using api::mn_major_bits;
 using api::plan_bf16;
@@ -44,18 +45,6 @@ int resolve_num_sms(int requested) {
 }
 
 bool resolve_pdl(int requested) { return requested < 0 ? get_pdl() : requested != 0; }
-
-// The caller's configuration override, checked by `check` and completed (warpgroups, SMs, shared memory).
-template <typename Check>
-KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe, kernels::GroupedKind layout,
-                              Check check) {
-  KernelConfig config = requested;
-  check(config);
-  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(config.block_m);
-  config.num_sms = sms;
-  config.smem_bytes = plan::gemm_smem_bytes(config, recipe, layout);
-  return config;
-}
 
 launch::GemmLaunch to_launch(const validate::GemmProblem& p) {
   launch::GemmLaunch l;

@@ -184,6 +184,55 @@ TEST_F(Precompile, ABatchCompilesEachDistinctKernelOnceInTheOrderTheQueriesNameT
   EXPECT_EQ(jit::jit_stats().compiles, middle.compiles);
 }
 
+TEST_F(Precompile, AQueryWithAConfigStandsForTheCallThatForcesIt) {
+  // The planner takes 256x128 here; a call forcing 128x192x4 launches that tile's kernel, and the query with the
+  // same config precompiles it (completed as the call completes it: warpgroups, SMs, shared memory).
+  KernelConfig forced;
+  forced.block_m = 128, forced.block_n = 192, forced.stages = 4;
+  ASSERT_EQ(plan_fp8_gemm_nt(4096, 4096, 7168).block_m, 256);
+  WarmupQueries batch;
+  batch.fp8_nt.push_back({4096, 4096, 7168, 1, 0, GemmLayout::kContiguousGroupEnds, kContiguousAlignment, forced});
+  batch.fp8_nt.push_back({4096, 4096, 7168});  // the plan: another kernel
+  const std::vector<PrecompiledKernel> kernels = precompile_all(batch, 2);
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].config.block_m, 128);
+  EXPECT_EQ(kernels[0].config.block_n, 192);
+  EXPECT_EQ(kernels[0].config.math_warpgroups, 2);
+  EXPECT_GT(kernels[0].config.num_sms, 0);
+  EXPECT_GT(kernels[0].config.smem_bytes, 0);
+  EXPECT_EQ(kernels[0].name, launch::gemm_kernel_key(kernels[0].config, kernels::GroupedKind::kDense, 0, 0,
+                                                     kernels::kGroupEndsAlignment, 7168));
+  EXPECT_NE(kernels[0].name.find("/bm128/bn192/st4/"), std::string::npos) << kernels[0].name;
+  EXPECT_NE(kernels[1].name, kernels[0].name);
+  // BF16 (128 bytes of K per stage: block_k 64): the plan query answers with the forced configuration too.
+  Bf16PlanQuery bf16;
+  bf16.m = 4096, bf16.n = 4096, bf16.k = 7168;
+  bf16.config = forced;
+  bf16.config->block_k = 64;
+  const KernelConfig planned = plan_bf16_gemm(bf16);
+  EXPECT_EQ(planned.block_m, 128);
+  EXPECT_EQ(planned.block_n, 192);
+  EXPECT_GT(planned.smem_bytes, 0);
+}
+
+TEST_F(Precompile, AQueryWhoseConfigTheCallWouldRefuseIsNamed) {
+  const jit::JitStats before = jit::jit_stats();
+  KernelConfig bad;
+  bad.block_m = 128, bad.block_n = 176, bad.stages = 4;  // touches three scale blocks of B
+  WarmupQueries batch;
+  batch.fp8_nt.push_back({4096, 4096, 7168});
+  batch.fp8_nt.push_back({4096, 4096, 7168, 1, 0, GemmLayout::kContiguousGroupEnds, kContiguousAlignment, bad});
+  expect_invalid([&] { precompile_all(batch); },
+                 "queries.fp8_nt[1]: options.config: block_n must be a multiple of 16 in [16, 192] with block_n");
+  batch.fp8_nt.pop_back();
+  KernelConfig pair = bad;
+  pair.block_n = 128, pair.cluster_n = 2;
+  batch.fp8_wgrad.push_back({4096, 4096, 7168, 1, pair});
+  expect_invalid([&] { precompile_all(batch); },
+                 "queries.fp8_wgrad[0]: options.config: recipe (1,1,128) runs without clusters (1x1)");
+  EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
+}
+
 TEST_F(Precompile, ABatchNamesItsBadQueryBeforeCompilingAnything) {
   const jit::JitStats before = jit::jit_stats();
   WarmupQueries batch;

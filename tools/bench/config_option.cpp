@@ -138,28 +138,27 @@ std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::opt
   return forced;
 }
 
-std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c) {
-  return with_query(
-      c,
-      [](int m, int n, int k, int g, int e, moegemm::GemmLayout l, int segment_alignment) {
-        return moegemm::precompile_fp8_gemm_nt(m, n, k, g, e, l, segment_alignment);
-      },
-      [](int m, int n, int k, int g) { return moegemm::precompile_fp8_gemm_wgrad(m, n, k, g); },
-      [](const moegemm::Bf16PlanQuery& q) { return moegemm::precompile_bf16_gemm(q); });
+std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c,
+                                                      const std::optional<moegemm::KernelConfig>& config) {
+  moegemm::WarmupQueries queries;
+  add_warmup_query(c, queries, config);
+  return moegemm::precompile_all(queries, 1);
 }
 
-void add_warmup_query(const Case& c, moegemm::WarmupQueries& queries) {
+void add_warmup_query(const Case& c, moegemm::WarmupQueries& queries,
+                      const std::optional<moegemm::KernelConfig>& config) {
   with_query(
       c,
       [&](int m, int n, int k, int g, int e, moegemm::GemmLayout l, int segment_alignment) {
-        queries.fp8_nt.push_back({m, n, k, g, e, l, segment_alignment});
+        queries.fp8_nt.push_back({m, n, k, g, e, l, segment_alignment, config});
         return 0;
       },
       [&](int m, int n, int k, int g) {
-        queries.fp8_wgrad.push_back({m, n, k, g});
+        queries.fp8_wgrad.push_back({m, n, k, g, config});
         return 0;
       },
-      [&](const moegemm::Bf16PlanQuery& q) {
+      [&](moegemm::Bf16PlanQuery q) {
+        q.config = config;
         queries.bf16.push_back(q);
         return 0;
       });

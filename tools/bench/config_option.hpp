@@ -32,10 +32,13 @@ std::optional<moegemm::KernelConfig> planned_config(const Case& c);
 std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                                    int raster_band);
 
-// --precompile: the row's kernels compiled into the disk cache (moegemm::precompile_*), no GPU needed.
-std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c);
+// --precompile: the row's kernels compiled into the disk cache (moegemm::precompile_all), no GPU needed; with
+// `config` (forced_config's) the kernels of the row's call forced to it, else the planner's.
+std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c, const std::optional<moegemm::KernelConfig>& config);
 
-// The row's query, added to a batch for moegemm::precompile_all (--precompile compiles every row's kernels at once).
-void add_warmup_query(const Case& c, moegemm::WarmupQueries& queries);
+// The row's query, added to a batch for moegemm::precompile_all (--precompile compiles every row's kernels at once),
+// with `config` as the query's configuration override.
+void add_warmup_query(const Case& c, moegemm::WarmupQueries& queries,
+                      const std::optional<moegemm::KernelConfig>& config);
 
 }  // namespace moegemm::bench

@@ -273,7 +273,9 @@ int main(int argc, char** argv) {
     std::map<std::string, bool> batch_found;  // kernel -> found in the cache by the batch
     try {
       moegemm::WarmupQueries queries;
-      for (const Case& c : cases) add_warmup_query(c, queries);
+      for (const Case& c : cases) {
+        add_warmup_query(c, queries, forced_config(c, options.settings.config, options.settings.raster_band));
+      }
       for (const moegemm::PrecompiledKernel& k : moegemm::precompile_all(queries, options.jobs)) {
         batch_found[k.name] = k.from_disk;
       }
@@ -284,7 +286,8 @@ int main(int argc, char** argv) {
     for (const Case& c : cases) {
       try {
         bool spills = false;
-        for (const moegemm::PrecompiledKernel& k : precompile_row(c)) {
+        const auto forced = forced_config(c, options.settings.config, options.settings.raster_band);
+        for (const moegemm::PrecompiledKernel& k : precompile_row(c, forced)) {
           const auto batch = batch_found.find(k.name);
           const bool from_disk = batch != batch_found.end() ? batch->second : k.from_disk;
           std::cout << c.suite << ": " << c.label() << " | " << k.name << (from_disk ? " cached" : " compiled")
