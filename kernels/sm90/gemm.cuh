@@ -65,10 +65,14 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kBlockScaledB = !kRowScaledB && !kUnscaled;  // recipe (1,128,128)
   // B's block scales: copied into each stage by the producer (b_block_scales_in_stages), or read by the math warps
   // from global memory (b_block_scales_ahead): the tile's whole row at its start, held across the warp's lanes
-  // (b_block_scales_in_lanes: fixed-K kernels), or one K block ahead.
+  // (b_block_scales_in_lanes: fixed-K kernels), 32-block chunks of it across the lanes (b_block_scales_in_lane_chunks:
+  // dense run-time-K kernels on wide tiles), or one K block ahead.
   constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
   constexpr bool kBScalesInLanes = b_block_scales_in_lanes(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
-  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kSplitK, kFixedKBlocks) && !kBScalesInLanes;
+  constexpr bool kBScalesInLaneChunks =
+      b_block_scales_in_lane_chunks(kRecipe, kKind, kBlockM, kBlockN, kSplitK, kFixedKBlocks, kClusterM * kClusterN);
+  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kSplitK, kFixedKBlocks) && !kBScalesInLanes &&
+                                 !kBScalesInLaneChunks;
   constexpr int kSfbLaneChunks = kBScalesInLanes ? b_block_scale_lane_chunks(kFixedKBlocks) : 1;
   // A's scales loaded from the tile's first row rounded down to 4, with a tail box (gemm_sfa_shifted: FP8 packed group
   // ends), and read from the row's shift.
@@ -601,7 +605,17 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             s0 = __ldg(src);
             s1 = __ldg(src + b_scales.second_offset);
           };
-          if constexpr (kBScalesAhead) load_b_scales(kb_first, scale_b_next0, scale_b_next1);
+          float sfb_chunk0[2], sfb_chunk1[2];
+          if constexpr (kBScalesInLaneChunks) {
+            // [0]: K blocks kb_first + l; [1]: 32 further (a valid address past the end).
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const int k = kb_first + c * 32 + static_cast<int>(lane);
+              load_b_scales(k < kb_end ? k : kb_first, sfb_chunk0[c], sfb_chunk1[c]);
+            }
+          } else if constexpr (kBScalesAhead) {
+            load_b_scales(kb_first, scale_b_next0, scale_b_next1);
+          }
           // kBScalesInLanes: lane l holds K blocks l, 32 + l, ... (block 0's again past the last: a valid address).
           float sfb_lanes0[kSfbLaneChunks], sfb_lanes1[kSfbLaneChunks];
           if constexpr (kBScalesInLanes) {
@@ -635,6 +649,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
                 scale_b0 = __shfl_sync(0xffffffffu, v0, kb & 31);
                 scale_b1 = __shfl_sync(0xffffffffu, v1, kb & 31);
+              } else if constexpr (kBScalesInLaneChunks) {
+                const int rel = kb - kb_first;
+                if (rel > 0 && (rel & 31) == 0) {
+                  sfb_chunk0[0] = sfb_chunk0[1];
+                  sfb_chunk1[0] = sfb_chunk1[1];
+                  const int k = kb + 32 + static_cast<int>(lane);
+                  load_b_scales(k < kb_end ? k : kb_first, sfb_chunk0[1], sfb_chunk1[1]);
+                }
+                scale_b0 = __shfl_sync(0xffffffffu, sfb_chunk0[0], rel & 31);
+                scale_b1 = __shfl_sync(0xffffffffu, sfb_chunk1[0], rel & 31);
               } else if constexpr (kBScalesAhead) {
                 scale_b0 = scale_b_next0;
                 scale_b1 = scale_b_next1;

@@ -148,6 +148,17 @@ MOEGEMM_HD constexpr bool b_block_scales_in_lanes(int recipe, int block_m, int s
   return b_block_scales_ahead(recipe, block_m, split_k, fixed_k_blocks) && fixed_k_blocks > 0 &&
          fixed_k_blocks <= 128;
 }
+// Dense kernels with K at run time on tiles wider than 128 columns (128x192, 128x144) hold them across the lanes in
+// two 32-block chunks per scale block (the current and the next, loaded at the tile's start; the one after next
+// loaded every 32 K blocks in a warp-uniform branch) and take each K block's pair by a shuffle: +0.8% to +2.1% on
+// their dense rows (H100, docs/results/2026-12-06-bscale-lanes.md, run 5). On 128x128 and 128x64 tiles the same form
+// measured -3.9% (4 K blocks) to +1.4%, and on row-to-group tiles 1-2% slower at K = 2048 (runs 1-2): those keep
+// the one-ahead read, as do clustered tiles (cluster_ctas > 1: not measured with it).
+MOEGEMM_HD constexpr bool b_block_scales_in_lane_chunks(int recipe, int kind, int block_m, int block_n, int split_k,
+                                                        int fixed_k_blocks, int cluster_ctas) {
+  return b_block_scales_ahead(recipe, block_m, split_k, fixed_k_blocks) && fixed_k_blocks == 0 &&
+         kind == static_cast<int>(GroupedKind::kDense) && block_n > 128 && cluster_ctas == 1;
+}
 // Registers per scale block and lane that b_block_scales_in_lanes takes.
 MOEGEMM_HD constexpr int b_block_scale_lane_chunks(int fixed_k_blocks) { return (fixed_k_blocks + 31) / 32; }
 
