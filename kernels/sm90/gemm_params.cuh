@@ -142,7 +142,8 @@ MOEGEMM_HD constexpr bool b_block_scales_ahead(int recipe, int block_m, int spli
 // tile's whole scale row at the tile's start, held across each math warp's lanes (lane l: K blocks l, 32 + l, 64 + l,
 // 96 + l; up to four registers per scale block), and take each K block's scales by a shuffle: no memory access for
 // them in the K loop. Against the one-ahead read, per group of rows: dense M = 4096 256x128 +0.7% to +1.1%, group
-// ends +1.5% to +1.9%, masked expected M 192 +0.7% to +1.1% (H100, docs/results/2026-12-06-bscale-lanes.md, runs 1-3). Run-time-K kernels: below.
+// ends +1.5% to +1.9%, masked expected M 192 +0.7% to +1.1% (H100, docs/results/2026-12-06-bscale-lanes.md,
+// runs 1-3). Run-time-K kernels: below.
 MOEGEMM_HD constexpr bool b_block_scales_in_lanes(int recipe, int block_m, int split_k, int fixed_k_blocks) {
   return b_block_scales_ahead(recipe, block_m, split_k, fixed_k_blocks) && fixed_k_blocks > 0 &&
          fixed_k_blocks <= 128;

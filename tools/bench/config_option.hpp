@@ -34,7 +34,8 @@ std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::opt
 
 // --precompile: the row's kernels compiled into the disk cache (moegemm::precompile_all), no GPU needed; with
 // `config` (forced_config's) the kernels of the row's call forced to it, else the planner's.
-std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c, const std::optional<moegemm::KernelConfig>& config);
+std::vector<moegemm::PrecompiledKernel> precompile_row(const Case& c,
+                                                      const std::optional<moegemm::KernelConfig>& config);
 
 // The row's query, added to a batch for moegemm::precompile_all (--precompile compiles every row's kernels at once),
 // with `config` as the query's configuration override.
