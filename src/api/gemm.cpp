@@ -18,7 +18,9 @@
 namespace moegemm {
 
 using api::bf16_recipe;
-using api::checked_override;
+using api::bf16_override;
+using api::fp8_1d1d_override;
+using api::fp8_1d2d_override;
 using api::kKGroupedTnMajors;
 using api::mn_major_bits;
 using api::plan_bf16;
@@ -109,8 +111,7 @@ void run_fp8_1d2d(const validate::GemmProblem& p, Stream stream) {
   KernelConfig config;
   const kernels::GroupedKind layout = to_launch(p).layout;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, 0, layout,
-                              [&](const KernelConfig& c) { plan::check_fp8_1d2d_config(c, layout); });
+    config = fp8_1d2d_override(*p.config, sms, layout);
   } else {
     config = plan_fp8_1d2d(shape_hint(p), sms, layout);
   }
@@ -142,8 +143,7 @@ void fp8_gemm_nt_1d1d(const Fp8Operand& a, const Fp8Operand& b, const TensorView
   const int sms = resolve_num_sms(p.max_sms);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d),
-                              kernels::GroupedKind::kDense, [](const KernelConfig& c) { plan::check_fp8_1d1d_config(c); });
+    config = fp8_1d1d_override(*p.config, sms, kernels::GroupedKind::kDense);
   } else {
     config = plan::choose_fp8_1d1d_config(shape_hint(p), sms);
   }
@@ -222,9 +222,7 @@ void k_grouped_fp8_gemm_nt(const Fp8Operand& a, const Fp8Operand& b, const Tenso
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
   KernelConfig config;
   if (p.config != nullptr) {
-    config =
-        checked_override(*p.config, sms, kRecipe, kernels::GroupedKind::kKGrouped,
-                         [](const KernelConfig& cfg) { plan::check_fp8_1d1d_config(cfg); });
+    config = fp8_1d1d_override(*p.config, sms, kernels::GroupedKind::kKGrouped);
   } else {
     config = plan::choose_fp8_1d1d_config(kgrouped_hint(p), sms);
   }
@@ -251,9 +249,7 @@ void run_bf16(const validate::GemmProblem& p, Stream stream) {
   KernelConfig config;
   if (p.config != nullptr) {
     const kernels::GroupedKind layout = to_launch(p).layout;
-    config = checked_override(*p.config, sms, static_cast<int>(recipe), layout, [&](const KernelConfig& c) {
-      plan::check_bf16_config(c, recipe, mn_major, layout);
-    });
+    config = bf16_override(*p.config, sms, recipe, mn_major, layout);
   } else {
     config = plan_bf16(shape_hint(p), sms, recipe, mn_major, to_launch(p).layout);
   }
@@ -299,10 +295,8 @@ void k_grouped_bf16_gemm_tn(const TensorView& a, const TensorView& b, const Tens
   constexpr int kRecipe = static_cast<int>(kernels::sm90::GemmRecipe::kBf16Fp32);
   KernelConfig config;
   if (p.config != nullptr) {
-    config = checked_override(*p.config, sms, kRecipe, kernels::GroupedKind::kKGrouped, [](const KernelConfig& cfg) {
-      plan::check_bf16_config(cfg, kernels::sm90::GemmRecipe::kBf16Fp32, kKGroupedTnMajors,
-                              kernels::GroupedKind::kKGrouped);
-    });
+    config = bf16_override(*p.config, sms, kernels::sm90::GemmRecipe::kBf16Fp32, kKGroupedTnMajors,
+                           kernels::GroupedKind::kKGrouped);
   } else {
     config = plan_bf16(kgrouped_hint(p), sms, kernels::sm90::GemmRecipe::kBf16Fp32, kKGroupedTnMajors,
                        kernels::GroupedKind::kKGrouped);

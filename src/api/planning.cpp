@@ -55,4 +55,32 @@ KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::Gemm
   return config;
 }
 
+namespace {
+
+KernelConfig completed(const KernelConfig& checked, int sms, int recipe, kernels::GroupedKind layout) {
+  KernelConfig config = checked;
+  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(config.block_m);
+  config.num_sms = sms;
+  config.smem_bytes = plan::gemm_smem_bytes(config, recipe, layout);
+  return config;
+}
+
+}  // namespace
+
+KernelConfig fp8_1d2d_override(const KernelConfig& requested, int sms, kernels::GroupedKind layout) {
+  plan::check_fp8_1d2d_config(requested, layout);
+  return completed(requested, sms, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d2d), layout);
+}
+
+KernelConfig fp8_1d1d_override(const KernelConfig& requested, int sms, kernels::GroupedKind layout) {
+  plan::check_fp8_1d1d_config(requested);
+  return completed(requested, sms, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout);
+}
+
+KernelConfig bf16_override(const KernelConfig& requested, int sms, kernels::sm90::GemmRecipe recipe, int mn_major,
+                           kernels::GroupedKind layout) {
+  plan::check_bf16_config(requested, recipe, mn_major, layout);
+  return completed(requested, sms, static_cast<int>(recipe), layout);
+}
+
 }  // namespace moegemm::api

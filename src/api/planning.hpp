@@ -31,17 +31,13 @@ constexpr int kKGroupedTnMajors = 3;
 KernelConfig plan_bf16(const plan::ShapeHint& hint, int sms, kernels::sm90::GemmRecipe recipe, int mn_major,
                        kernels::GroupedKind layout);
 
-// A configuration override (GemmOptions::config, or a warm-up query's config), checked by `check` (which throws,
-// naming the rule) and completed (warpgroups, SMs, shared memory) as the planner completes its own choices.
-template <typename Check>
-KernelConfig checked_override(const KernelConfig& requested, int sms, int recipe, kernels::GroupedKind layout,
-                              Check check) {
-  KernelConfig config = requested;
-  check(config);
-  config.math_warpgroups = kernels::sm90::gemm_math_warpgroups(config.block_m);
-  config.num_sms = sms;
-  config.smem_bytes = plan::gemm_smem_bytes(config, recipe, layout);
-  return config;
-}
+// A configuration override (GemmOptions::config, or a warm-up query's config), checked by its recipe's rules
+// (plan::check_*_config: throws, naming the rule) and completed (warpgroups, SMs, shared memory) as the planner
+// completes its own choices. The calls and the warm-up queries both take their overrides through these, so that a
+// query refuses and compiles exactly what the call would.
+KernelConfig fp8_1d2d_override(const KernelConfig& requested, int sms, kernels::GroupedKind layout);
+KernelConfig fp8_1d1d_override(const KernelConfig& requested, int sms, kernels::GroupedKind layout);
+KernelConfig bf16_override(const KernelConfig& requested, int sms, kernels::sm90::GemmRecipe recipe, int mn_major,
+                           kernels::GroupedKind layout);
 
 }  // namespace moegemm::api

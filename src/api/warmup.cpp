@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -19,7 +20,9 @@
 namespace moegemm {
 
 using api::bf16_recipe;
-using api::checked_override;
+using api::bf16_override;
+using api::fp8_1d1d_override;
+using api::fp8_1d2d_override;
 using api::kgrouped_hint;
 using api::kKGroupedTnMajors;
 using api::mn_major_bits;
@@ -67,7 +70,8 @@ struct PlannedKernel {
 
 // `config`: a call's configuration override (the query's), checked as the call checks it; else the planner's.
 PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m, GemmLayout grouped_layout,
-                             int segment_alignment = kContiguousAlignment, const KernelConfig* config = nullptr) {
+                             int segment_alignment = kContiguousAlignment,
+                             const std::optional<KernelConfig>& config = std::nullopt) {
   if (grouped_layout != GemmLayout::kContiguousRowToGroup && grouped_layout != GemmLayout::kContiguousGroupEnds &&
       grouped_layout != GemmLayout::kMasked) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -78,32 +82,26 @@ PlannedKernel planned_fp8_nt(int m, int n, int k, int num_groups, int expected_m
   PlannedKernel planned;
   planned.layout =
       h.num_groups == 1 ? kernels::GroupedKind::kDense : static_cast<kernels::GroupedKind>(grouped_layout);
-  if (config != nullptr) {
-    const kernels::GroupedKind layout = planned.layout;
-    planned.config = checked_override(*config, planning_sms(), 0, layout,
-                                      [&](const KernelConfig& c) { plan::check_fp8_1d2d_config(c, layout); });
-  } else {
-    planned.config = plan_fp8_1d2d(h, planning_sms(), planned.layout);
-  }
+  planned.config = config ? fp8_1d2d_override(*config, planning_sms(), planned.layout)
+                          : plan_fp8_1d2d(h, planning_sms(), planned.layout);
   validate::check_segment_alignment(segment_alignment, planned.layout == kernels::GroupedKind::kContiguousGroupEnds,
                                     "segment_alignment");
   planned.segment_alignment = segment_alignment;
   planned.k = k;
   // As the call plans it: packed FP8 group ends need 16 more bytes of shared memory a stage.
   planned.config =
-      plan::with_shifted_scales(planned.config, 0, planned.layout, segment_alignment, config != nullptr);
+      plan::with_shifted_scales(planned.config, 0, planned.layout, segment_alignment, config.has_value());
   return planned;
 }
 
-PlannedKernel planned_fp8_wgrad(int m, int n, int k, int num_groups, const KernelConfig* config = nullptr) {
+PlannedKernel planned_fp8_wgrad(int m, int n, int k, int num_groups,
+                                const std::optional<KernelConfig>& config = std::nullopt) {
   const plan::ShapeHint h = num_groups > 1 ? kgrouped_hint(m, n, k, num_groups) : plan::ShapeHint{m, n, k, 1};
   PlannedKernel planned;
   planned.layout = num_groups > 1 ? kernels::GroupedKind::kKGrouped : kernels::GroupedKind::kDense;
   planned.recipe = kernels::sm90::GemmRecipe::kFp8_1d1d;
-  planned.config = config != nullptr
-                       ? checked_override(*config, planning_sms(), static_cast<int>(planned.recipe), planned.layout,
-                                          [](const KernelConfig& c) { plan::check_fp8_1d1d_config(c); })
-                       : plan::choose_fp8_1d1d_config(h, planning_sms());
+  planned.config = config ? fp8_1d1d_override(*config, planning_sms(), planned.layout)
+                          : plan::choose_fp8_1d1d_config(h, planning_sms());
   return planned;
 }
 
@@ -123,10 +121,7 @@ PlannedKernel planned_bf16(const Bf16PlanQuery& q) {
     planned.mn_major = mn_major_bits(q.a_mn_major, q.b_mn_major);
   }
   if (q.config) {
-    planned.config = checked_override(*q.config, sms, static_cast<int>(planned.recipe), planned.layout,
-                                      [&](const KernelConfig& c) {
-                                        plan::check_bf16_config(c, planned.recipe, planned.mn_major, planned.layout);
-                                      });
+    planned.config = bf16_override(*q.config, sms, planned.recipe, planned.mn_major, planned.layout);
     return planned;
   }
   if (planned.layout == kernels::GroupedKind::kKGrouped) {
@@ -250,13 +245,13 @@ std::vector<PrecompiledKernel> precompile_all(const WarmupQueries& queries, int 
     const Fp8NtQuery& q = queries.fp8_nt[i];
     planned.push_back(planned_query("fp8_nt", i, [&] {
       return planned_fp8_nt(q.m, q.n, q.k, q.num_groups, q.expected_m, q.grouped_layout, q.segment_alignment,
-                            q.config ? &*q.config : nullptr);
+                            q.config);
     }));
   }
   for (std::size_t i = 0; i < queries.fp8_wgrad.size(); ++i) {
     const Fp8WgradQuery& q = queries.fp8_wgrad[i];
     planned.push_back(planned_query("fp8_wgrad", i, [&] {
-      return planned_fp8_wgrad(q.m, q.n, q.k, q.num_groups, q.config ? &*q.config : nullptr);
+      return planned_fp8_wgrad(q.m, q.n, q.k, q.num_groups, q.config);
     }));
   }
   for (std::size_t i = 0; i < queries.bf16.size(); ++i) {
