@@ -11,6 +11,12 @@ namespace moegemm::bench {
 namespace {
 
 constexpr int kFp8BlockK = 128;
+constexpr int kBf16BlockK = 64;
+
+bool is_bf16(Family f) {
+  return f == Family::kBf16Dense || f == Family::kBf16Contiguous || f == Family::kBf16Masked ||
+         f == Family::kBf16KGrouped;
+}
 
 int positive_part(const std::string& part, const std::string& text) {
   std::size_t used = 0;
@@ -131,8 +137,11 @@ std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
 
 std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                                    int raster_band) {
-  if (raster_band == 0) return config;
-  std::optional<moegemm::KernelConfig> forced = config ? config : planned_config(c);
+  std::optional<moegemm::KernelConfig> forced = config;
+  // --config's K step is FP8's; a BF16 row's stage holds 64 K (the calls set it per family, make_problem).
+  if (forced) forced->block_k = is_bf16(c.family) ? kBf16BlockK : kFp8BlockK;
+  if (raster_band == 0) return forced;
+  if (!forced) forced = planned_config(c);
   if (!forced) throw std::invalid_argument("--band: the planner has no configuration for this row");
   forced->raster_band = raster_band;
   return forced;

@@ -27,8 +27,8 @@ std::string compact_config(const moegemm::KernelConfig& config);
 // row's call plans it).
 std::optional<moegemm::KernelConfig> planned_config(const Case& c);
 
-// What a row's moegemm calls force: --config's configuration, or with --band alone the planner's for the row, with
-// --band's rasterisation band set; nothing without either.
+// What a row's moegemm calls force: --config's configuration (its K step the row's family's: 128 for FP8, 64 for
+// BF16), or with --band alone the planner's for the row, with --band's rasterisation band set; nothing without either.
 std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                                    int raster_band);
 
