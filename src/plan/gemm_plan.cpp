@@ -298,14 +298,19 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   const int max_splits = fp8 ? 2 : 3;
   long long best = 0;
   int best_n = 0, best_splits = 0;
-  for (int block_n : widths) {
-    for (int splits = 1; block_n > 0 && splits <= max_splits; ++splits) {
+  // Ties: fewer ranks, then the wider tile (the order tried). FP8 128 x 4096 x 7168 on 128x32 alone (128 CTAs) ran
+  // 7.4% and 7.7% faster than on 128x64 split 2 ways (128 CTAs), in two runs on an H100
+  // (docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, runs 2-3): the split's partials cost more than the
+  // second copy of A that the narrower tile reads.
+  for (int splits = 1; splits <= max_splits; ++splits) {
+    for (int block_n : widths) {
+      if (block_n == 0) continue;
       if (splits > 1 && (num_kb / splits < 8 ||
                          !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 128, block_n, splits))) {
         continue;
       }
       const long long ctas = blocks_of(hint.n, block_n) * splits;
-      if (ctas <= room(splits) && ctas > best) {  // ties: the wider tile, then fewer ranks (the order tried)
+      if (ctas <= room(splits) && ctas > best) {
         best = ctas;
         best_n = block_n;
         best_splits = splits;

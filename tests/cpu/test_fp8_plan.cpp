@@ -359,7 +359,7 @@ TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
   expect_tile(fp8_2112, 128, 32, 2);
   EXPECT_NO_THROW(plan::check_fp8_1d2d_config(fp8_2112, GroupedKind::kDense));
   EXPECT_EQ(fp8_2112.stages, plan::gemm_max_stages(128, 32, kFp8, GroupedKind::kDense, 2));
-  expect_tile(planned({128, 4096, 7168, 1}, kFp8), 128, 64, 2);    // 128 CTAs: the wider tile of two ties
+  expect_tile(planned({128, 4096, 7168, 1}, kFp8), 128, 32, 1);    // 128 CTAs: of two ties, the one without a split
   expect_tile(planned({128, 7168, 2048, 1}, kFp8), 128, 64, 1);    // 112 tiles (a split would pass the SMs)
   expect_tile(planned({100, 7168, 16384, 1}, kFp8), 128, 64, 1);   // partial rows: the same block
   expect_tile(planned({128, 576, 7168, 1}, kFp8), 64, 32, 3);      // 36 CTAs against 108: the split decode plan
