@@ -300,8 +300,8 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   int best_n = 0, best_splits = 0;
   // Ties: fewer ranks, then the wider tile (the order tried). FP8 128 x 4096 x 7168 on 128x32 alone (128 CTAs) ran
   // 7.4% and 7.7% faster than on 128x64 split 2 ways (128 CTAs), in two runs on an H100
-  // (docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, runs 2-3): the split's partials cost more than the
-  // second copy of A that the narrower tile reads.
+  // (docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, runs 2-3): the split (its partials through the
+  // cluster) costs more than the second copy of A that the narrower tile reads.
   for (int splits = 1; splits <= max_splits; ++splits) {
     for (int block_n : widths) {
       if (block_n == 0) continue;
