@@ -138,7 +138,8 @@ std::optional<moegemm::KernelConfig> planned_config(const Case& c) {
 std::optional<moegemm::KernelConfig> forced_config(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                                    int raster_band) {
   std::optional<moegemm::KernelConfig> forced = config;
-  // --config's K step is FP8's; a BF16 row's stage holds 64 K (the calls set it per family, make_problem).
+  // --config's K step is FP8's; a BF16 row's stage holds 64 K. Set here only: the calls (make_problem) and
+  // --precompile's queries both take this configuration.
   if (forced) forced->block_k = is_bf16(c.family) ? kBf16BlockK : kFp8BlockK;
   if (raster_band == 0) return forced;
   if (!forced) forced = planned_config(c);

@@ -158,17 +158,13 @@ struct CallOptions {
   }
 };
 
-CallOptions call_options(const std::optional<moegemm::KernelConfig>& config, int block_k,
+CallOptions call_options(const std::optional<moegemm::KernelConfig>& config,
                          moegemm::ScaleRecipe recipe = moegemm::kRecipe1x128x128) {
   CallOptions o;
   o.config = config;
-  if (o.config) o.config->block_k = block_k;
   o.recipe = recipe;
   return o;
 }
-
-constexpr int kFp8BlockK = 128;
-constexpr int kBf16BlockK = 64;
 
 // C of a baseline: the accumulator (beta = 1), or zeros of D's size (beta = 0; see LtProblem::c).
 void set_addend(Problem& p, const void* c, LtProblem* lt, cudaStream_t stream) {
@@ -637,9 +633,9 @@ std::unique_ptr<Problem> make_problem(const Case& c, const std::optional<moegemm
                                       cudaStream_t stream) {
   auto p = std::make_unique<Problem>();
   p->buffers.reserve(32);
-  const CallOptions fp8 = call_options(config, kFp8BlockK);
-  const CallOptions fp8_1d1d = call_options(config, kFp8BlockK, moegemm::kRecipe1x1x128);
-  const CallOptions bf16 = call_options(config, kBf16BlockK);
+  const CallOptions fp8 = call_options(config);
+  const CallOptions fp8_1d1d = call_options(config, moegemm::kRecipe1x1x128);
+  const CallOptions bf16 = call_options(config);
   switch (c.family) {
     case Family::kFp8Dense:
       fp8_dense(*p, c, fp8, stream);

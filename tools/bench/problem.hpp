@@ -52,7 +52,8 @@ struct Problem {
 };
 
 // Allocates and fills everything on `stream` (and synchronises). Throws CudaFailure on CUDA errors. `config`
-// (when given) overrides the planner in every moegemm call of the problem (block_k set to the kernel family's).
+// (when given: forced_config's, its block_k the row family's) overrides the planner in every moegemm call of the
+// problem.
 std::unique_ptr<Problem> make_problem(const Case& c, const std::optional<moegemm::KernelConfig>& config,
                                       cudaStream_t stream);
 
