@@ -124,13 +124,11 @@ PlannedKernel planned_bf16(const Bf16PlanQuery& q) {
     planned.config = bf16_override(*q.config, sms, planned.recipe, planned.mn_major, planned.layout);
     return planned;
   }
-  if (planned.layout == kernels::GroupedKind::kKGrouped) {
-    planned.config =
-        plan_bf16(kgrouped_hint(q.m, q.n, q.k, q.num_groups), sms, planned.recipe, planned.mn_major, planned.layout);
-    return planned;
-  }
-  const plan::ShapeHint h = m_grouped_query_hint(
-      q.m, q.n, q.k, planned.layout == kernels::GroupedKind::kDense ? 1 : q.num_groups, q.expected_m);
+  const plan::ShapeHint h =
+      planned.layout == kernels::GroupedKind::kKGrouped
+          ? kgrouped_hint(q.m, q.n, q.k, q.num_groups)
+          : m_grouped_query_hint(q.m, q.n, q.k, planned.layout == kernels::GroupedKind::kDense ? 1 : q.num_groups,
+                                 q.expected_m);
   planned.config = plan_bf16(h, sms, planned.recipe, planned.mn_major, planned.layout);
   return planned;
 }
