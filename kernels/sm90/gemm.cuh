@@ -605,14 +605,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
             s0 = __ldg(src);
             s1 = __ldg(src + b_scales.second_offset);
           };
+          // kBScalesInLaneChunks: lane l holds K blocks kb_first + l ([0]) and 32 further ([1]); a lane past the tile's
+          // last block reads its first block's again (a valid address).
           float sfb_chunk0[2], sfb_chunk1[2];
+          auto load_lane_chunk = [&](int chunk_first, float& s0, float& s1) {
+            const int k = chunk_first + static_cast<int>(lane);
+            load_b_scales(k < kb_end ? k : kb_first, s0, s1);
+          };
           if constexpr (kBScalesInLaneChunks) {
-            // [0]: K blocks kb_first + l; [1]: 32 further (a valid address past the end).
 #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const int k = kb_first + c * 32 + static_cast<int>(lane);
-              load_b_scales(k < kb_end ? k : kb_first, sfb_chunk0[c], sfb_chunk1[c]);
-            }
+            for (int c = 0; c < 2; ++c) load_lane_chunk(kb_first + c * 32, sfb_chunk0[c], sfb_chunk1[c]);
           } else if constexpr (kBScalesAhead) {
             load_b_scales(kb_first, scale_b_next0, scale_b_next1);
           }
@@ -654,8 +656,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 if (rel > 0 && (rel & 31) == 0) {
                   sfb_chunk0[0] = sfb_chunk0[1];
                   sfb_chunk1[0] = sfb_chunk1[1];
-                  const int k = kb + 32 + static_cast<int>(lane);
-                  load_b_scales(k < kb_end ? k : kb_first, sfb_chunk0[1], sfb_chunk1[1]);
+                  load_lane_chunk(kb + 32, sfb_chunk0[1], sfb_chunk1[1]);
                 }
                 scale_b0 = __shfl_sync(0xffffffffu, sfb_chunk0[0], rel & 31);
                 scale_b1 = __shfl_sync(0xffffffffu, sfb_chunk1[0], rel & 31);
