@@ -293,9 +293,13 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   const int num_kb = static_cast<int>(blocks_of(hint.k, kernels::sm90::stage_k(recipe)));
   auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };
   // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 32-wide tiles too (its 128-K stages carry
-  // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks.
-  const int widths[] = {64, fp8 ? 32 : 0};
+  // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks, and 32-wide tiles alone
+  // (no split): BF16 128 x 4096 x 7168 on 128x32 alone ran 1.5-2.4% faster than on 128x64 split 2 ways (the same 128
+  // CTAs) in each of 10 rounds over two H100 runs (docs/results/2026-12-07-m128-tiles-and-bands.md, run 1;
+  // docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, run 3).
+  const int widths[] = {64, 32};
   const int max_splits = fp8 ? 2 : 3;
+  const int max_splits_32 = fp8 ? 2 : 1;
   long long best = 0;
   int best_n = 0, best_splits = 0;
   // Ties: fewer ranks, then the wider tile (the order tried). FP8 128 x 4096 x 7168 on 128x32 alone (128 CTAs) ran
@@ -304,7 +308,7 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   // cluster) costs more than the second copy of A that the narrower tile reads.
   for (int splits = 1; splits <= max_splits; ++splits) {
     for (int block_n : widths) {
-      if (block_n == 0) continue;
+      if (block_n == 32 && splits > max_splits_32) continue;
       if (splits > 1 && (num_kb / splits < 8 ||
                          !kernels::sm90::gemm_split_k_supported(recipe, static_cast<int>(layout), 128, block_n, splits))) {
         continue;

@@ -365,7 +365,8 @@ TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
   expect_tile(planned({128, 576, 7168, 1}, kFp8), 64, 32, 3);      // 36 CTAs against 108: the split decode plan
   EXPECT_EQ(planned({128, 24576, 1536, 1}, kFp8).block_n, 192);    // 384 tiles of 64 pass the SMs: plan kept
   expect_tile(planned({128, 2112, 7168, 1}, kBf16), 128, 64, 3);   // BF16: 64 wide, up to 3 ranks (99 CTAs)
-  expect_tile(planned({128, 4096, 7168, 1}, kBf16), 128, 64, 2);
+  expect_tile(planned({128, 4096, 7168, 1}, kBf16), 128, 32, 1);   // 128 CTAs: 32 wide alone before 64 split 2 ways
+  expect_tile(planned({128, 7168, 2048, 1}, kBf16), 128, 64, 1);   // 32 wide would pass the SMs
   // Outside its rows, recipes and layout: unchanged.
   EXPECT_EQ(planned({64, 4096, 7168, 1}, kFp8).block_m, 64);
   EXPECT_NE(planned({129, 4096, 7168, 1}, kFp8).block_n, 32);

@@ -606,7 +606,8 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
   const KernelConfig pair_m = bf16_config(128, 192, 4, 2), pair_m_narrow = bf16_config(64, 128, 6, 2),
                      tall = bf16_config(256, 128, 3), tall_pair_n = bf16_config(256, 128, 3, 1, 2),
                      pair_n = bf16_config(128, 128, 4, 1, 2), wide = bf16_config(128, 256, 3),
-                     narrow_176 = bf16_config(128, 176, 4);  // N = 392: two whole tiles and 40 columns
+                     narrow_176 = bf16_config(128, 176, 4),  // N = 392: two whole tiles and 40 columns
+                     narrow_32 = bf16_config(128, 32, 10);   // one block of rows' tile alone (with_row_block_tiles)
   struct Run {
     const KernelConfig* config;
     const char* name;
@@ -615,7 +616,7 @@ TEST(Bf16ForcedConfigsGpu, PairsAndTallTilesMatchTheOracleAndThePlannersBits) {
   const Run runs[] = {{&pair_m, "128x192 2x1", true, false},  {&pair_m_narrow, "64x128 2x1", true, false},
                       {&tall, "256x128", true, true},          {&tall_pair_n, "256x128 1x2", false, true},
                       {&pair_n, "128x128 1x2", false, true},   {&wide, "128x256", true, true},
-                      {&narrow_176, "128x176", true, false}};
+                      {&narrow_176, "128x176", true, false},   {&narrow_32, "128x32", false, false}};
   for (int form = 0; form < 4; ++form) {
     const bool a_mn = form & 1, b_mn = form & 2;
     std::mt19937 rng(700 + form);
@@ -768,6 +769,8 @@ TEST(Bf16ForcedConfigsGpu, KSplitMatchesTheOracleAndRepeatsBitwise) {
   KernelConfig narrow_c = bf16_config(64, 16, 8);
   narrow_c.k_splits = 4;
   run_add_c(AddCCase{1, 576, 7168, false, false, &narrow_c}, 951, "64x16, K split 4");
+  const KernelConfig row_block_32 = bf16_config(128, 32, 10);  // the one-block-of-rows tile alone, with C
+  run_add_c(AddCCase{100, 200, 1000, false, false, &row_block_32}, 953, "128x32 alone");
   // FP32 D, with and without C (distinct and aliasing D): the per-thread epilogue (64x16) and the TMA one (64x64).
   for (const int bn : {16, 64}) {
     KernelConfig cfg = bf16_config(64, bn, 8);
