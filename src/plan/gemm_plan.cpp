@@ -295,8 +295,8 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 32-wide tiles too (its 128-K stages carry
   // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks, and 32-wide tiles alone
   // (no split): BF16 128 x 4096 x 7168 on 128x32 alone ran 1.5-2.4% faster than on 128x64 split 2 ways (the same 128
-  // CTAs) in each of 10 rounds over two H100 runs (docs/results/2026-12-07-m128-tiles-and-bands.md, run 1;
-  // docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, run 3).
+  // CTAs) in each of 6 rounds on an H100 (docs/results/2026-12-07-m128-tiles-and-bands.md, run 1), +1.8% over 4
+  // rounds before (docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, run 3).
   const int widths[] = {64, 32};
   const int max_splits = fp8 ? 2 : 3;
   const int max_splits_32 = fp8 ? 2 : 1;
