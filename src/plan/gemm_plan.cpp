@@ -292,14 +292,14 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   }
   const int num_kb = static_cast<int>(blocks_of(hint.k, kernels::sm90::stage_k(recipe)));
   auto room = [&](int splits) { return split_cluster_room(config.num_sms, splits); };
-  // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 32-wide tiles too (its 128-K stages carry
-  // twice a BF16 stage's bytes) and at most 2 ranks; BF16 64-wide tiles and up to 3 ranks, and 32-wide tiles alone
-  // (no split): BF16 128 x 4096 x 7168 on 128x32 alone ran 1.5-2.4% faster than on 128x64 split 2 ways (the same 128
-  // CTAs) in each of 6 rounds on an H100 (docs/results/2026-12-07-m128-tiles-and-bands.md, run 1), +1.8% over 4
-  // rounds before (docs/results/2026-12-06-wgrad-products-and-m128-pairs.md, run 3).
+  // Measured (docs/results/2026-12-03-cublas-tiles.md, run C): FP8 takes 64- and 32-wide tiles with at most 2 ranks;
+  // BF16 64-wide tiles with up to 3 ranks, and (docs/results/2026-12-07-m128-tiles-and-bands.md, runs 1-3) 32-wide
+  // tiles with up to 2: on an H100, BF16 128 x 4096 x 7168 on 128x32 alone ran 1.5-2.4% faster than on 128x64 split
+  // 2 ways (the same 128 CTAs) in each of 6 rounds, and 128 x 2112 x 7168 on 128x32 split 2 ways (132 CTAs)
+  // 6.6-7.7% faster than on 128x64 split 3 ways (99 CTAs) in each of 10.
   const int widths[] = {64, 32};
   const int max_splits = fp8 ? 2 : 3;
-  const int max_splits_32 = fp8 ? 2 : 1;
+  const int max_splits_32 = 2;
   long long best = 0;
   int best_n = 0, best_splits = 0;
   // Ties: fewer ranks, then the wider tile (the order tried). FP8 128 x 4096 x 7168 on 128x32 alone (128 CTAs) ran

@@ -364,7 +364,7 @@ TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
   expect_tile(planned({100, 7168, 16384, 1}, kFp8), 128, 64, 1);   // partial rows: the same block
   expect_tile(planned({128, 576, 7168, 1}, kFp8), 64, 32, 3);      // 36 CTAs against 108: the split decode plan
   EXPECT_EQ(planned({128, 24576, 1536, 1}, kFp8).block_n, 192);    // 384 tiles of 64 pass the SMs: plan kept
-  expect_tile(planned({128, 2112, 7168, 1}, kBf16), 128, 64, 3);   // BF16: 64 wide, up to 3 ranks (99 CTAs)
+  expect_tile(planned({128, 2112, 7168, 1}, kBf16), 128, 32, 2);   // BF16: 132 CTAs against 64 wide split 3 ways' 99
   expect_tile(planned({128, 4096, 7168, 1}, kBf16), 128, 32, 1);   // 128 CTAs: 32 wide alone before 64 split 2 ways
   expect_tile(planned({128, 7168, 2048, 1}, kBf16), 128, 64, 1);   // 32 wide would pass the SMs
   // Outside its rows, recipes and layout: unchanged.

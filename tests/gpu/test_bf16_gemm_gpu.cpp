@@ -727,8 +727,8 @@ TEST(Bf16ForcedConfigsGpu, KSplitMatchesTheOracleAndRepeatsBitwise) {
           std::vector<std::uint8_t>(s.m, 1)};
       DeviceBuffer d(static_cast<std::size_t>(s.m) * s.n * 2);
       const TensorView dv = TensorView::contiguous(d.get(), DType::kBFloat16, {s.m, s.n});
-      // 64x16 tiles split 2, 3 and 4 ways, 64x32 split 2; 128x64 tiles (two math warpgroups) split 2 and 3 ways (the
-      // one-block-of-rows plans, plan::with_row_block_tiles).
+      // 64x16 tiles split 2, 3 and 4 ways, 64x32 split 2; 128x64 tiles (two math warpgroups) split 2 and 3 ways and
+      // 128x32 split 2 ways (the one-block-of-rows plans, plan::with_row_block_tiles).
       std::vector<KernelConfig> configs;
       for (int splits : {2, 3, 4}) {
         configs.push_back(bf16_config(64, 16, 8));
@@ -739,6 +739,8 @@ TEST(Bf16ForcedConfigsGpu, KSplitMatchesTheOracleAndRepeatsBitwise) {
       configs.push_back(bf16_config(128, 64, 6));
       configs.back().k_splits = 3;
       configs.push_back(bf16_config(128, 64, 7));
+      configs.back().k_splits = 2;
+      configs.push_back(bf16_config(128, 32, 9));  // the one-block-of-rows plan at N = 2112
       configs.back().k_splits = 2;
       for (const KernelConfig& cfg : configs) {
         GemmOptions options;
