@@ -326,6 +326,12 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   const long long planned = std::min<long long>(
       m_blocks * blocks_of(hint.n, config.block_n) * std::max(1, config.k_splits), config.num_sms);
   if (best_n == 0 || 4 * best < 3 * planned) return config;
+  // FP8: a split tile that puts no more CTAs to work than the plan's own tile with fewer ranks leaves the plan (the
+  // tie rule above, applied to the plan's tile too). FP8 128 x 2112 x 7168 so keeps 64x32 alone (132 CTAs), 1.3-2.0%
+  // faster than 128x32 split 2 ways (132 CTAs) in each of 10 rounds on an H100
+  // (docs/results/2026-12-07-m128-tiles-and-bands.md, runs 2-3). BF16 has not been measured so and keeps the
+  // row-block tile (128 x 2112 x 7168: 128x32 split 2 ways).
+  if (fp8 && best_splits > std::max(1, config.k_splits) && best <= planned) return config;
   config.cluster_m = 1;
   config.cluster_n = 1;
   return retiled(config, 128, best_n, best_splits, recipe, layout);
