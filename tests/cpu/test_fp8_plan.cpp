@@ -335,8 +335,10 @@ TEST(Fp8Plan, WeightGradientsTake192RowTilesWhereMeasured) {
 }
 
 // One block of rows (M = 65..128, dense, FP8 (1,128,128) or BF16 D): a 128-row tile at the width and split that put
-// the most CTAs to work without passing the SMs, when that is at least 3/4 of what the plan engaged. Measured on the
-// suite rows (docs/results/2026-12-03-cublas-tiles.md, run C).
+// the most CTAs to work without passing the SMs (ties: fewer ranks, then the wider tile), when that is at least 3/4
+// of what the plan engaged; FP8 keeps the plan when the 128-row tile is split and engages no more CTAs than it.
+// Measured on the suite rows (docs/results/2026-12-03-cublas-tiles.md, run C; docs/results/2026-12-07-m128-tiles-and-
+// bands.md, runs 1-3).
 TEST(Fp8Plan, RowBlockTilesForOneBlockOfRows) {
   using kernels::GroupedKind;
   using kernels::sm90::GemmRecipe;
