@@ -329,8 +329,9 @@ KernelConfig with_row_block_tiles(KernelConfig config, const ShapeHint& hint, in
   // FP8: a split tile that puts no more CTAs to work than the plan's own tile with fewer ranks leaves the plan (the
   // tie rule above, applied to the plan's tile too). FP8 128 x 2112 x 7168 so keeps 64x32 alone (132 CTAs), 1.3-2.0%
   // faster than 128x32 split 2 ways (132 CTAs) in each of 10 rounds on an H100
-  // (docs/results/2026-12-07-m128-tiles-and-bands.md, runs 2-3). BF16 has not been measured so and keeps the
-  // row-block tile (128 x 2112 x 7168: 128x32 split 2 ways).
+  // (docs/results/2026-12-07-m128-tiles-and-bands.md, runs 2-3). BF16 keeps the row-block tile: on 128 x 2112 x
+  // 7168 its 64x32 alone ran 6.4% slower than 128x32 split 2 ways in each of 6 rounds on an H100
+  // (docs/results/2026-12-07-tie-rules-and-dgrad-tiles.md, run 1).
   if (fp8 && best_splits > std::max(1, config.k_splits) && best <= planned) return config;
   config.cluster_m = 1;
   config.cluster_n = 1;
