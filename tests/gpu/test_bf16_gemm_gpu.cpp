@@ -805,14 +805,15 @@ TEST(Bf16ForcedConfigsGpu, MaskedPairsStayInsideTheirGroup) {
   }
 }
 
-// The masked decode tiles the planner picks for BF16 (64 rows, 96 to 192 wide), as Fp8MaskedGpu's test of them:
+// The masked decode tiles the planner picks or may pick for BF16 (64 rows, 96 to 192 wide; 112 is measured against
+// the plan in docs/results/2026-12-07-masked-112.md), as Fp8MaskedGpu's test of them:
 // counts on both sides of the 32-row A boxes and of the tile, N leaving a partial tile at every width.
 TEST(Bf16ForcedConfigsGpu, MaskedDecodeTilesCopyOnlyTheRowsTheExpertHas) {
   MOEGEMM_REQUIRE_GPU();
   std::mt19937 rng(11);
   const std::vector<int> counts = {0, 1, 20, 31, 32, 33, 63, 64, 65, 100};
-  for (const auto& [bn, st] : {std::pair{96, 10}, std::pair{128, 8}, std::pair{160, 7}, std::pair{176, 6},
-                               std::pair{192, 6}}) {
+  for (const auto& [bn, st] : {std::pair{96, 10}, std::pair{112, 9}, std::pair{128, 8}, std::pair{160, 7},
+                               std::pair{176, 6}, std::pair{192, 6}}) {
     const KernelConfig cfg = bf16_config(64, bn, st);
     run_masked(static_cast<int>(counts.size()), 100, 400, 320, counts, rng,
                ("64x" + std::to_string(bn)).c_str(), &cfg);
