@@ -55,6 +55,29 @@ def test_rounds_are_averaged_and_a_failed_check_is_marked(tmp_path):
     assert "!FAIL" in out.getvalue()
 
 
+def test_several_rounds_give_the_round_by_round_spread(tmp_path):
+    # Round 1: the variant 25% faster; round 2: 5% faster on a GPU 10% slower for both (the baseline slower too).
+    ref1 = write(tmp_path, "ref1", [row("a", 100.0, 100.0), row("b", 10.0, 10.0)])
+    ref2 = write(tmp_path, "ref2", [row("a", 110.0, 110.0), row("b", 10.0, 10.0)])
+    var1 = write(tmp_path, "var1", [row("a", 80.0, 100.0), row("b", 10.0, 10.0)])
+    var2 = write(tmp_path, "var2", [row("a", 110.0 / 1.05, 110.0)])  # row b missing from round 2
+    variants = [compare_runs.load_variant(f"ref={ref1},{ref2}"), compare_runs.load_variant(f"var={var1},{var2}")]
+    table, _ = compare_runs.compare(variants)
+    low, high = table[0]["range"]["var"]
+    assert low == pytest.approx(1.05) and high == pytest.approx(1.25)
+    assert "var" not in table[1]["range"]  # not in every round: no spread, the mean of the rounds it has
+    assert table[1]["speed"]["var"] == pytest.approx(1.0)
+    out = io.StringIO()
+    compare_runs.print_table(variants, table, {}, out)
+    text = out.getvalue()
+    assert "per round, lowest-highest" in text and "1.050-1.250" in text
+    # One round: no spread table.
+    single = [compare_runs.load_variant(f"ref={ref1}"), compare_runs.load_variant(f"var={var1}")]
+    out = io.StringIO()
+    compare_runs.print_table(single, *compare_runs.compare(single), out)
+    assert "per round" not in out.getvalue()
+
+
 def test_event_time_without_kernel_time_and_missing_rows(tmp_path):
     ref = write(tmp_path, "ref", [row("a", 100.0, 100.0, kernel=False), row("only in ref", 10.0, 10.0)])
     var = write(tmp_path, "var", [row("a", 50.0, 100.0, kernel=False)])

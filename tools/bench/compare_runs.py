@@ -8,6 +8,9 @@ takes out most of what the clock did between runs (the GPU runs at its power cap
 up to 13% between runs). Kernel time is used where every run has it (--kernel-time), event time otherwise. A
 variant's column is the reference's figure over the variant's: above 1, the variant is faster than the reference.
 A row whose check did not pass in some run is marked; rows missing from a variant are left out of its mean.
+With several runs, a second table gives each variant's lowest and highest speed round by round (the i-th file of
+the reference against the i-th of the variant, as scripts/ab_kernels.sh passes them), for the rows both have in
+every run.
 
 Usage: compare_runs.py REF=FILE[,FILE...] VARIANT=FILE[,FILE...] [...]
 """
@@ -45,6 +48,17 @@ def row_figure(rows, key):
     return sum(ratios) / len(ratios)
 
 
+def round_speeds(ref_rows, rows, key):
+    """Per round, the reference's figure over the variant's, round i of one against round i of the other (ab_kernels
+    runs both in each round), for the rounds both have; rounds without a figure are left out."""
+    speeds = []
+    for ref_row, row in zip(ref_rows, rows):
+        ref_figure, figure = row_figure([ref_row], key), row_figure([row], key)
+        if ref_figure is not None and figure is not None:
+            speeds.append(ref_figure / figure)
+    return speeds
+
+
 def checked(rows):
     """'ok' when every run's check passed or did not run (--no-check: "-"); otherwise the first other status."""
     for r in rows:
@@ -65,13 +79,18 @@ def compare(variants):
         key = timing_key(ref_rows)
         ref_figure = row_figure(ref_rows, key)
         line = {"label": label, "key": key, "ref_us": sum(r["moegemm"].get(key, 0) for r in ref_rows) / len(ref_rows),
-                "ref_check": checked(ref_rows), "speed": {}, "check": {}}
+                "ref_check": checked(ref_rows), "speed": {}, "check": {}, "range": {}}
         for name, runs in variants[1:]:
             rows = [run[label] for run in runs if label in run]
             figure = row_figure(rows, key) if rows else None
             if ref_figure is None or figure is None:
                 continue
             line["speed"][name] = ref_figure / figure
+            # Round by round only where both have the row in as many runs (the files of a variant come in round
+            # order; a round missing from one of them would pair the others wrongly).
+            per_round = round_speeds(ref_rows, rows, key) if len(rows) == len(runs) == len(ref_rows) else []
+            if per_round:
+                line["range"][name] = (min(per_round), max(per_round))
             line["check"][name] = checked(rows)
             logs[name].append(math.log(ref_figure / figure))
         table.append(line)
@@ -94,6 +113,13 @@ def print_table(variants, table, geomeans, out=sys.stdout):
         out.write(f"{line['label'][:44]:<44} {line['ref_us']:>12.2f}" + "".join(cells) + ref_mark + "\n")
     out.write(f"{'geomean (above 1: faster than ' + variants[0][0] + ')':<57}"
               + "".join(f" {geomeans[n]:>8.3f}      " if n in geomeans else f" {'n/a':>14}" for n in names) + "\n")
+    # With several rounds, the spread: the lowest and highest round-by-round speed (the table above averages them).
+    if min((len(runs) for _, runs in variants), default=1) > 1:
+        out.write(f"{'per round, lowest-highest':<57}" + "".join(f" {n:>14}" for n in names) + "\n")
+        for line in table:
+            cells = [f" {line['range'][n][0]:>6.3f}-{line['range'][n][1]:<7.3f}" if n in line["range"] else f" {'n/a':>14}"
+                     for n in names]
+            out.write(f"{line['label'][:57]:<57}" + "".join(cells) + "\n")
 
 
 def main(argv):
