@@ -805,8 +805,8 @@ TEST(Bf16ForcedConfigsGpu, MaskedPairsStayInsideTheirGroup) {
   }
 }
 
-// The masked decode tiles the planner picks or may pick for BF16 (64 rows, 96 to 192 wide; 112 is measured against
-// the plan in docs/results/2026-12-07-masked-112.md), as Fp8MaskedGpu's test of them:
+// The masked decode tiles of BF16 (64 rows, 96 to 192 wide: the planner's, and 112, which was measured against them
+// in docs/results/2026-12-07-masked-112.md), as Fp8MaskedGpu's test of them:
 // counts on both sides of the 32-row A boxes and of the tile, N leaving a partial tile at every width.
 TEST(Bf16ForcedConfigsGpu, MaskedDecodeTilesCopyOnlyTheRowsTheExpertHas) {
   MOEGEMM_REQUIRE_GPU();
