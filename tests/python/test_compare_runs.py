@@ -78,6 +78,23 @@ def test_several_rounds_give_the_round_by_round_spread(tmp_path):
     assert "per round" not in out.getvalue()
 
 
+def test_rounds_pair_by_their_rN_names_when_a_round_is_missing(tmp_path):
+    # ab_kernels.sh names round N NAME.rN.json; the variant's round 2 failed, so it passes r1 and r3 only. Round 3
+    # must meet the reference's round 3 (a GPU 20% slower for both), not its round 2.
+    ref = [write(tmp_path, f"ref.r{n}", [row("a", t, t)]) for n, t in ((1, 100.0), (2, 100.0), (3, 120.0))]
+    var = [write(tmp_path, f"var.r{n}", [row("a", t, b)]) for n, t, b in ((1, 80.0, 100.0), (3, 120.0 / 1.1, 120.0))]
+    variants = [compare_runs.load_variant("ref=" + ",".join(ref)), compare_runs.load_variant("var=" + ",".join(var))]
+    assert [run.round for _, runs in variants for run in runs] == [1, 2, 3, 1, 3]
+    table, _ = compare_runs.compare(variants)
+    low, high = table[0]["range"]["var"]
+    assert low == pytest.approx(1.1) and high == pytest.approx(1.25)
+    # Files without a round in their name are numbered in the order given; a round given twice is refused.
+    x, y = (write(tmp_path, name, [row("a", 1.0, 1.0)]) for name in ("x", "y"))
+    assert [run.round for run in compare_runs.load_variant(f"p={y},{x}")[1]] == [1, 2]
+    with pytest.raises(SystemExit, match="round 1 twice"):
+        compare_runs.load_variant(f"p={x},{ref[0]}")
+
+
 def test_event_time_without_kernel_time_and_missing_rows(tmp_path):
     ref = write(tmp_path, "ref", [row("a", 100.0, 100.0, kernel=False), row("only in ref", 10.0, 10.0)])
     var = write(tmp_path, "var", [row("a", 50.0, 100.0, kernel=False)])

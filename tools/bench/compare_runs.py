@@ -8,15 +8,17 @@ takes out most of what the clock did between runs (the GPU runs at its power cap
 up to 13% between runs). Kernel time is used where every run has it (--kernel-time), event time otherwise. A
 variant's column is the reference's figure over the variant's: above 1, the variant is faster than the reference.
 A row whose check did not pass in some run is marked; rows missing from a variant are left out of its mean.
-With several runs, a second table gives each variant's lowest and highest speed round by round (the i-th file of
-the reference against the i-th of the variant, as scripts/ab_kernels.sh passes them), for the rows both have in
-every run.
+With several runs, a second table gives each variant's lowest and highest speed round by round, for the rows both
+have in at least two common rounds: a file named NAME.rN.json (as scripts/ab_kernels.sh writes them) is round N and
+meets the other variant's round N, so a round that failed for one variant pairs no other wrongly; files without
+such a name are numbered 1, 2, ... in the order given.
 
 Usage: compare_runs.py REF=FILE[,FILE...] VARIANT=FILE[,FILE...] [...]
 """
 
 import json
 import math
+import re
 import sys
 
 
@@ -25,10 +27,28 @@ def load_variant(spec):
     if not name or not files:
         raise SystemExit(f"compare_runs: '{spec}' is not NAME=FILE[,FILE...]")
     runs = []
-    for path in files.split(","):
+    for index, path in enumerate(files.split(","), start=1):
         with open(path) as f:
-            runs.append({row["label"]: row for row in json.load(f)["results"]})
+            rows = {row["label"]: row for row in json.load(f)["results"]}
+        runs.append(Run(round_number(path, index), rows))
+    rounds = [run.round for run in runs]
+    if len(set(rounds)) != len(rounds):
+        raise SystemExit(f"compare_runs: variant '{name}' has round {max(rounds, key=rounds.count)} twice")
     return name, runs
+
+
+class Run(dict):
+    """One run's rows by label; .round: its round number."""
+
+    def __init__(self, round_, rows):
+        super().__init__(rows)
+        self.round = round_
+
+
+def round_number(path, index):
+    """N of a file named *.rN.json (scripts/ab_kernels.sh's round N), else its place among the variant's files."""
+    match = re.search(r"\.r([0-9]+)\.json$", path)
+    return int(match.group(1)) if match else index
 
 
 def timing_key(rows):
@@ -48,12 +68,16 @@ def row_figure(rows, key):
     return sum(ratios) / len(ratios)
 
 
-def round_speeds(ref_rows, rows, key):
-    """Per round, the reference's figure over the variant's, round i of one against round i of the other (ab_kernels
-    runs both in each round), for the rounds both have; rounds without a figure are left out."""
+def round_speeds(ref_runs, runs, label, key):
+    """Per round, the reference's figure over the variant's, round N of one against round N of the other (ab_kernels
+    runs both in each round), for the rounds both have with the row; rounds without a figure are left out."""
+    variant_rounds = {run.round: run for run in runs}
     speeds = []
-    for ref_row, row in zip(ref_rows, rows):
-        ref_figure, figure = row_figure([ref_row], key), row_figure([row], key)
+    for ref_run in ref_runs:
+        run = variant_rounds.get(ref_run.round)
+        if run is None or label not in ref_run or label not in run:
+            continue
+        ref_figure, figure = row_figure([ref_run[label]], key), row_figure([run[label]], key)
         if ref_figure is not None and figure is not None:
             speeds.append(ref_figure / figure)
     return speeds
@@ -86,10 +110,9 @@ def compare(variants):
             if ref_figure is None or figure is None:
                 continue
             line["speed"][name] = ref_figure / figure
-            # Round by round only where both have the row in as many runs (the files of a variant come in round
-            # order; a round missing from one of them would pair the others wrongly).
-            per_round = round_speeds(ref_rows, rows, key) if len(rows) == len(runs) == len(ref_rows) else []
-            if per_round:
+            # Round by round where both have the row in at least two common rounds (one is no spread).
+            per_round = round_speeds(ref_runs, runs, label, key)
+            if len(per_round) > 1:
                 line["range"][name] = (min(per_round), max(per_round))
             line["check"][name] = checked(rows)
             logs[name].append(math.log(ref_figure / figure))
