@@ -274,6 +274,42 @@ __global__ void __launch_bounds__(kRingForm == 0 ? 256 : 384, 1) bench_two_acc(i
   if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
 }
 
+// One chain per warpgroup of kN columns (m64nNk32, four steps per K block into one accumulator that keeps
+// accumulating: no promotion, no per-block add, so that 256 columns fit the registers), warpgroup 0 alone or both in
+// phase; each K block ends with a full wait, as the kernels' do. Whether a wider chain lets one warpgroup alone reach
+// the tensor rate (one n128 chain: 60%) decides whether two warpgroups can take turns on 64xN tiles, one issuing while
+// the other promotes. B's kN rows of 128 bytes start at kBOffset and run past it for kN > 128 into shared memory that
+// holds other garbage (only the timing means anything).
+template <int kN, bool kBoth>
+__global__ void __launch_bounds__(384, 1) bench_wide(int iters, long long* out, float* sink) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = filled_operands(smem_raw);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  __syncthreads();
+  if (wg == 2 || (!kBoth && wg == 1)) return;
+  const OperandAddresses ops = operand_addresses(smem, wg, tid);
+  float acc[kN / 2];
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+    fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      wgmma_e4m3<kN>(acc, smem_desc_sw128_from_lo(ops.a_lo + kk * 2), smem_desc_sw128_from_lo(ops.b_lo + kk * 2), 1);
+    }
+    wgmma_commit();
+    fence_registers(acc);
+    wgmma_wait<0>();
+    fence_registers(acc);
+  }
+  long long t1 = clock64();
+  float s = 0.f;
+  for (int i = 0; i < kN / 2; ++i) s += acc[i];
+  sink[blockIdx.x * 256 + threadIdx.x] = s;
+  if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
+}
+
 static bool g_failed = false;
 constexpr int kSmemBytes = 80 * 1024;  // operands (40 KiB with B's scales and the barriers) and a 32 KiB scratch
 
@@ -321,6 +357,11 @@ int main() {
     run<5, 1, false>("in phase, no promotion, ring with 32 KiB stage writes", ctas, d_out, d_sink);
     launch(bench_two_acc<1, 1>, "two acc., next block issued, then promotion, ring", ctas, d_out, d_sink);
     launch(bench_two_acc<1, 2>, "two acc., as above, ring with 32 KiB stage writes", ctas, d_out, d_sink);
+    launch(bench_wide<128, false>, "solo, 1 chain n128, no per-block add", ctas, d_out, d_sink);
+    launch(bench_wide<192, false>, "solo, 1 chain n192 (work 384)", ctas, d_out, d_sink);
+    launch(bench_wide<256, false>, "solo, 1 chain n256 (work 512)", ctas, d_out, d_sink);
+    launch(bench_wide<192, true>, "in phase, 1 chain n192 (work 768)", ctas, d_out, d_sink);
+    launch(bench_wide<256, true>, "in phase, 1 chain n256 (work 1024)", ctas, d_out, d_sink);
   }
   printf("tensor work of one warpgroup's 64x128x128 K block: 256 cycles (two warpgroups: 512, three: 768)\n");
   return g_failed ? 1 : 0;
