@@ -310,6 +310,62 @@ __global__ void __launch_bounds__(384, 1) bench_wide(int iters, long long* out, 
   if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
 }
 
+// The (1,1,128) promotion of a 64xkN accumulator (kN / 8 groups of 8 columns), as promote_1d1d.
+template <int kN>
+__device__ __forceinline__ void promote_wide(float (&result)[kN / 2], const float (&acc)[kN / 2], u32 sfb, int it) {
+  const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j) {
+    float sb0, sb1;
+    load_shared_v2_f32(sfb + j * 32, sb0, sb1);
+    result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
+    result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
+    result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
+    result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
+  }
+}
+
+// Two warpgroups (256 threads, no producer: an accumulator and a result of kN / 2 registers each need more than
+// 384 threads leave), one m64nNk32 chain each per K block, the (1,1,128) promotion after each block's wait; kTurns:
+// they take turns as schedule 2 does (each waits for its turn, issues, commits and hands the turn over, then waits
+// for its WGMMAs and promotes while the other's run), else they issue in phase. Whether a 64x192 chain per warpgroup
+// in turns hides the promotion (one warpgroup alone drives a 192-wide chain at 86% of the tensor rate) is what a
+// ping-pong (1,1,128) kernel on 128x192 tiles would rest on.
+template <int kN, bool kTurns>
+__global__ void __launch_bounds__(256, 1) bench_turns_wide(int iters, long long* out, float* sink) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = filled_operands(smem_raw);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  __syncthreads();
+  const OperandAddresses ops = operand_addresses(smem, wg, tid);
+  float acc[kN / 2], result[kN / 2];
+  for (int i = 0; i < kN / 2; ++i) result[i] = 0.f;
+  if (kTurns && wg == 1) named_barrier_arrive(3, 256);
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+    if constexpr (kTurns) named_barrier_sync(3 + wg, 256);
+    fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      wgmma_e4m3<kN>(acc, smem_desc_sw128_from_lo(ops.a_lo + kk * 2), smem_desc_sw128_from_lo(ops.b_lo + kk * 2),
+                     kk > 0);
+    }
+    wgmma_commit();
+    if constexpr (kTurns) named_barrier_arrive(3 + (1 - wg), 256);
+    fence_registers(acc);
+    wgmma_wait<0>();
+    fence_registers(acc);
+    promote_wide<kN>(result, acc, ops.sfb, it);
+  }
+  long long t1 = clock64();
+  if (kTurns && wg == 0) named_barrier_sync(3, 256);
+  float s = 0.f;
+  for (int i = 0; i < kN / 2; ++i) s += result[i];
+  sink[blockIdx.x * 256 + threadIdx.x] = s;
+  if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
+}
+
 static bool g_failed = false;
 constexpr int kSmemBytes = 80 * 1024;  // operands (40 KiB with B's scales and the barriers) and a 32 KiB scratch
 
@@ -362,6 +418,10 @@ int main() {
     launch(bench_wide<256, false>, "solo, 1 chain n256 (work 512)", ctas, d_out, d_sink);
     launch(bench_wide<192, true>, "in phase, 1 chain n192 (work 768)", ctas, d_out, d_sink);
     launch(bench_wide<256, true>, "in phase, 1 chain n256 (work 1024)", ctas, d_out, d_sink);
+    launch(bench_turns_wide<128, true>, "turns, n128, promotion, no producer (work 512)", ctas, d_out, d_sink, 256);
+    launch(bench_turns_wide<128, false>, "in phase, n128, promotion, no producer (512)", ctas, d_out, d_sink, 256);
+    launch(bench_turns_wide<192, true>, "turns, n192, promotion, no producer (work 768)", ctas, d_out, d_sink, 256);
+    launch(bench_turns_wide<192, false>, "in phase, n192, promotion, no producer (768)", ctas, d_out, d_sink, 256);
   }
   printf("tensor work of one warpgroup's 64x128x128 K block: 256 cycles (two warpgroups: 512, three: 768)\n");
   return g_failed ? 1 : 0;
