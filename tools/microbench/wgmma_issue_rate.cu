@@ -16,8 +16,8 @@
 // Build and run (sm_90a, needs nvcc; tests/CMakeLists.txt compile-checks it):
 //   nvcc -std=c++20 -gencode arch=compute_90a,code=sm_90a -O3 -I kernels -o wgmma_issue_rate \
 //        tools/microbench/wgmma_issue_rate.cu && ./wgmma_issue_rate
-// Results: docs/results/2026-12-04-fp8-turns.md, run 4; every mode: docs/results/2026-12-07-epilogue-probe-and-issue-rates.md,
-// runs 1 and 3.
+// Results: docs/results/2026-12-04-fp8-turns.md, run 4; every mode:
+// docs/results/2026-12-07-epilogue-probe-and-issue-rates.md, runs 1 and 3.
 #include <cstdio>
 #include <cuda_runtime.h>
 #include "sm90/ptx.cuh"
@@ -278,9 +278,9 @@ __global__ void __launch_bounds__(kRingForm == 0 ? 256 : 384, 1) bench_two_acc(i
 // One chain per warpgroup of kN columns (m64nNk32, four steps per K block into one accumulator that keeps
 // accumulating: no promotion, no per-block add, so that 256 columns fit the registers), warpgroup 0 alone or both in
 // phase; each K block ends with a full wait, as the kernels' do: how close one warpgroup alone comes to the tensor
-// rate at each width, with nothing but the wait between its blocks (measured: 82% at n128, 86% at n192, 88% at n256;
-// the 60% of "solo, 1 chain n128" is its per-block adds). B's kN rows of 128 bytes start at kBOffset and run past it for kN > 128 into shared memory that
-// holds other garbage (only the timing means anything).
+// rate at each width, with nothing but the wait between its blocks (measured: 82% at n128, 86% at n192, 88% at
+// n256; the 60% of "solo, 1 chain n128" is its per-block adds). B's kN rows of 128 bytes start at kBOffset and run
+// past it for kN > 128 into shared memory that holds other garbage (only the timing means anything).
 template <int kN, bool kBoth>
 __global__ void __launch_bounds__(384, 1) bench_wide(int iters, long long* out, float* sink) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
