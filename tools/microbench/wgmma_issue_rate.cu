@@ -34,9 +34,10 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(0), "r"(scale_d));
 }
 
-// The recipe (1,1,128) promotion of columns groups [j_begin, j_end) (8 columns each) of a 64x128 accumulator:
+// The recipe (1,1,128) promotion of column groups [j_begin, j_end) (8 columns each) of a 64-row accumulator:
 // result += acc * scale_a[row] * scale_b[column], B's scales read from shared memory as the kernels do.
-__device__ __forceinline__ void promote_1d1d(float (&result)[64], const float (&acc)[64], int j_begin, int j_end,
+template <int kAcc>
+__device__ __forceinline__ void promote_1d1d(float (&result)[kAcc], const float (&acc)[kAcc], int j_begin, int j_end,
                                              u32 sfb, int it) {
   const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
 #pragma unroll
@@ -311,21 +312,6 @@ __global__ void __launch_bounds__(384, 1) bench_wide(int iters, long long* out, 
   if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
 }
 
-// The (1,1,128) promotion of a 64xkN accumulator (kN / 8 groups of 8 columns), as promote_1d1d.
-template <int kN>
-__device__ __forceinline__ void promote_wide(float (&result)[kN / 2], const float (&acc)[kN / 2], u32 sfb, int it) {
-  const float sa_lo = 1.0f + it * 1e-7f, sa_hi = 1.0f - it * 1e-7f;
-#pragma unroll
-  for (int j = 0; j < kN / 8; ++j) {
-    float sb0, sb1;
-    load_shared_v2_f32(sfb + j * 32, sb0, sb1);
-    result[4 * j + 0] += acc[4 * j + 0] * (sa_lo * sb0);
-    result[4 * j + 1] += acc[4 * j + 1] * (sa_lo * sb1);
-    result[4 * j + 2] += acc[4 * j + 2] * (sa_hi * sb0);
-    result[4 * j + 3] += acc[4 * j + 3] * (sa_hi * sb1);
-  }
-}
-
 // Two warpgroups (256 threads, no producer: an accumulator and a result of kN / 2 registers each need more than
 // 384 threads leave), one m64nNk32 chain each per K block, the (1,1,128) promotion after each block's wait; kTurns:
 // they take turns as schedule 2 does (each waits for its turn, issues, commits and hands the turn over, then waits
@@ -356,7 +342,7 @@ __global__ void __launch_bounds__(256, 1) bench_turns_wide(int iters, long long*
     fence_registers(acc);
     wgmma_wait<0>();
     fence_registers(acc);
-    promote_wide<kN>(result, acc, ops.sfb, it);
+    promote_1d1d(result, acc, 0, kN / 8, ops.sfb, it);
   }
   long long t1 = clock64();
   if (kTurns && wg == 0) named_barrier_sync(3, 256);
