@@ -51,7 +51,7 @@ const char* kUsage =
     "                     [--warmup N] [--seed S] [--check | --no-check] [--check-budget MACS]\n"
     "                     [--config BMxBNxSTAGES] [--print-config] [--json FILE] [--commit SHA]\n"
     "                     [--rows TEXT] [--interleave] [--kernel-time] [--max-sms N] [--list] [--precompile]\n"
-    "                     [--probe] [--segment-alignment N]\n"
+    "                     [--probe] [--segment-alignment N] [--l2-persisting-mb N]\n"
     "  --suite LIST     comma-separated: dense, contiguous, masked, wgrad, kgrouped, bf16, all\n"
     "                   (default dense,contiguous,masked)\n"
     "  --m/--n/--k      one custom shape instead of a suite's list (dense, wgrad, bf16: m n k;\n"
@@ -66,6 +66,8 @@ const char* kUsage =
     "                   that the CUDA-event time includes (the way a profiler measures; needs libcupti)\n"
     "  --max-sms N      moegemm's calls keep to N SMs (moegemm::set_num_sms: the planner plans for N and\n"
     "                   the kernels launch at most N CTAs); the baselines use the whole device\n"
+    "  --l2-persisting-mb N  set aside N MiB of L2 for persisting accesses (cudaLimitPersistingL2CacheSize, at\n"
+    "                   most the device's persistingL2CacheMaxSize) for the whole run; by default left unchanged\n"
     "  --check-budget   float64 multiply-adds per check; rows are sampled beyond it (default 1e9)\n"
     "  --config C       force the kernel configuration C = BMxBNxSTAGES (e.g. 128x192x4: block_m 128,\n"
     "                   block_n 192, 4 stages, cluster 1x1; BMxBNxSTAGESxCMxCN sets the cluster too,\n"
@@ -167,6 +169,9 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--max-sms") {
       o.settings.max_sms = static_cast<int>(to_integer(arg, value()));
       if (o.settings.max_sms < 1) throw std::invalid_argument("--max-sms: must be at least 1");
+    } else if (arg == "--l2-persisting-mb") {
+      o.settings.l2_persisting_mb = static_cast<int>(to_integer(arg, value()));
+      if (o.settings.l2_persisting_mb < 0) throw std::invalid_argument("--l2-persisting-mb: must be at least 0");
     } else if (arg == "--print-config") {
       o.settings.print_config = true;
     } else if (arg == "--json") {
@@ -346,6 +351,15 @@ int main(int argc, char** argv) {
             << (options.settings.check ? "on" : "off");
   if (options.settings.interleave) std::cerr << ", implementations interleaved call by call";
   if (options.settings.max_sms > 0) std::cerr << ", moegemm on at most " << options.settings.max_sms << " SMs";
+  if (options.settings.l2_persisting_mb >= 0) {
+    const size_t want = static_cast<size_t>(options.settings.l2_persisting_mb) << 20;
+    const size_t bytes = std::min(want, static_cast<size_t>(prop.persistingL2CacheMaxSize));
+    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes) != cudaSuccess) {
+      std::cerr << "\nmoegemm-bench: --l2-persisting-mb: cudaDeviceSetLimit failed\n";
+      return kExitFailed;
+    }
+    std::cerr << ", " << (bytes >> 20) << " MiB of L2 set aside for persisting accesses";
+  }
   if (options.settings.config) {
     std::cerr << ", every moegemm call forced to " << compact_config(*options.settings.config);
   }

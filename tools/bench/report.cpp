@@ -269,6 +269,7 @@ void write_json(std::ostream& os, const RunInfo& info, const std::vector<CaseRes
      << ",\n  \"iters\": " << info.settings.iters << ",\n  \"warmup\": " << info.settings.warmup
      << ",\n  \"interleave\": " << (info.settings.interleave ? "true" : "false")
      << ",\n  \"max_sms\": " << info.settings.max_sms
+     << ",\n  \"l2_persisting_mb\": " << info.settings.l2_persisting_mb
      << ",\n  \"check\": " << (info.settings.check ? "true" : "false")
      << ",\n  \"check_budget\": " << json_number(info.settings.check_budget) << ",\n  \"config_override\": "
      << (info.settings.config ? json_string(compact_config(*info.settings.config)) : std::string("null"))

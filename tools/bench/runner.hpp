@@ -80,6 +80,10 @@ struct RunSettings {
   // --max-sms: moegemm's calls keep to this many SMs (moegemm::set_num_sms; 0: all of the device's). The baselines
   // use the whole device.
   int max_sms = 0;
+  // --l2-persisting-mb: the L2 set-aside for persisting accesses (cudaLimitPersistingL2CacheSize), in MiB, set once
+  // for the process before the first call; -1: left as the device has it. The kernels' evict_last copies may only
+  // keep lines in that portion.
+  int l2_persisting_mb = -1;
 };
 
 // The once-per-run verification of a baseline's layouts on a small problem (BaselineSpec::probe).
