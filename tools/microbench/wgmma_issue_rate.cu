@@ -276,6 +276,20 @@ __global__ void __launch_bounds__(kRingForm == 0 ? 256 : 384, 1) bench_two_acc(i
   if (tid == 0) out[blockIdx.x * 2 + wg] = t1 - t0;
 }
 
+// One K block of a kN-wide chain into acc, issued and committed: four m64nNk32 steps on this warpgroup's rows of A
+// and B's kN rows; kFirstSets: the first step overwrites acc (a fresh block), else every step adds to it.
+template <int kN, bool kFirstSets>
+__device__ __forceinline__ void issue_chain_block(float (&acc)[kN / 2], const OperandAddresses& ops) {
+  fence_registers(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    wgmma_e4m3<kN>(acc, smem_desc_sw128_from_lo(ops.a_lo + kk * 2), smem_desc_sw128_from_lo(ops.b_lo + kk * 2),
+                   kFirstSets ? kk > 0 : 1);
+  }
+  wgmma_commit();
+}
+
 // One chain per warpgroup of kN columns (m64nNk32, four steps per K block into one accumulator that keeps
 // accumulating: no promotion, no per-block add, so that 256 columns fit the registers), warpgroup 0 alone or both in
 // phase; each K block ends with a full wait, as the kernels' do: how close one warpgroup alone comes to the tensor
@@ -294,13 +308,7 @@ __global__ void __launch_bounds__(384, 1) bench_wide(int iters, long long* out, 
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
   long long t0 = clock64();
   for (int it = 0; it < iters; ++it) {
-    fence_registers(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      wgmma_e4m3<kN>(acc, smem_desc_sw128_from_lo(ops.a_lo + kk * 2), smem_desc_sw128_from_lo(ops.b_lo + kk * 2), 1);
-    }
-    wgmma_commit();
+    issue_chain_block<kN, false>(acc, ops);
     fence_registers(acc);
     wgmma_wait<0>();
     fence_registers(acc);
@@ -330,14 +338,7 @@ __global__ void __launch_bounds__(256, 1) bench_turns_wide(int iters, long long*
   long long t0 = clock64();
   for (int it = 0; it < iters; ++it) {
     if constexpr (kTurns) named_barrier_sync(3 + wg, 256);
-    fence_registers(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      wgmma_e4m3<kN>(acc, smem_desc_sw128_from_lo(ops.a_lo + kk * 2), smem_desc_sw128_from_lo(ops.b_lo + kk * 2),
-                     kk > 0);
-    }
-    wgmma_commit();
+    issue_chain_block<kN, true>(acc, ops);
     if constexpr (kTurns) named_barrier_arrive(3 + (1 - wg), 256);
     fence_registers(acc);
     wgmma_wait<0>();
