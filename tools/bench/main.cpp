@@ -346,19 +346,23 @@ int main(int argc, char** argv) {
               << info.runtime_version << "\n";
     return 0;
   }
+  // --l2-persisting-mb: the set-aside, capped at the device's maximum, for the whole process.
+  size_t l2_persisting_bytes = 0;
+  if (options.settings.l2_persisting_mb >= 0) {
+    l2_persisting_bytes = std::min(static_cast<size_t>(options.settings.l2_persisting_mb) << 20,
+                                   static_cast<size_t>(prop.persistingL2CacheMaxSize));
+    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, l2_persisting_bytes) != cudaSuccess) {
+      std::cerr << "moegemm-bench: --l2-persisting-mb: cudaDeviceSetLimit failed\n";
+      return kExitFailed;
+    }
+  }
   std::cerr << "moegemm-bench: " << info.device_name << ", " << info.sm_count << " SMs, seed " << options.seed << ", "
             << options.settings.iters << " timed calls per measurement, check "
             << (options.settings.check ? "on" : "off");
   if (options.settings.interleave) std::cerr << ", implementations interleaved call by call";
   if (options.settings.max_sms > 0) std::cerr << ", moegemm on at most " << options.settings.max_sms << " SMs";
   if (options.settings.l2_persisting_mb >= 0) {
-    const size_t want = static_cast<size_t>(options.settings.l2_persisting_mb) << 20;
-    const size_t bytes = std::min(want, static_cast<size_t>(prop.persistingL2CacheMaxSize));
-    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes) != cudaSuccess) {
-      std::cerr << "\nmoegemm-bench: --l2-persisting-mb: cudaDeviceSetLimit failed\n";
-      return kExitFailed;
-    }
-    std::cerr << ", " << (bytes >> 20) << " MiB of L2 set aside for persisting accesses";
+    std::cerr << ", " << (l2_persisting_bytes >> 20) << " MiB of L2 set aside for persisting accesses";
   }
   if (options.settings.config) {
     std::cerr << ", every moegemm call forced to " << compact_config(*options.settings.config);
