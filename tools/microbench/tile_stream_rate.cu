@@ -20,6 +20,7 @@
 // Build and run (sm_90a, needs nvcc and the driver library for cuTensorMapEncodeTiled):
 //   nvcc -std=c++20 -gencode arch=compute_90a,code=sm_90a -O3 -I kernels -o tile_stream_rate \
 //        tools/microbench/tile_stream_rate.cu -lcuda && ./tile_stream_rate
+// Results: docs/results/2026-12-07-stream-order-and-l2-set-aside.md, run 1 (H200: every order level).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -35,6 +36,9 @@ namespace {
 
 constexpr int kMaxStages = 16;
 constexpr int kKBlockBytes = 128;
+// Dynamic shared memory of every launch: more than half an SM's, so one CTA per SM whatever the ring needs (the
+// cases keep stages x block_n x 128 bytes within it).
+constexpr int kDynamicSmemBytes = 200 * 1024;
 
 enum Order : int { kLockstep = 0, kRotated = 1, kStagger = 2 };
 const char* order_name(int o) { return o == kLockstep ? "lockstep" : o == kRotated ? "rotated" : "stagger"; }
@@ -175,7 +179,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned long long) * sms));
   fill_bytes<<<1024, 256>>>(data, max_bytes, 0x1234u);
   CHECK_CUDA(cudaGetLastError());
-  CHECK_CUDA(cudaFuncSetAttribute(stream_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  CHECK_CUDA(cudaFuncSetAttribute(stream_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynamicSmemBytes));
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
@@ -184,10 +188,8 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     const TmaDescriptor desc = make_desc(data, c.rows, c.k, c.block_n);
     const int tiles = (c.rows + c.block_n - 1) / c.block_n;
-    // 200 KiB of dynamic shared memory: one CTA per SM whatever the ring needs (at most 16 x 32 KiB would not fit,
-    // so the cases keep stages x block_n x 128 within it).
     const size_t ring = static_cast<size_t>(c.stages) * c.block_n * kKBlockBytes;
-    if (ring > 200 * 1024 || c.stages > kMaxStages) {
+    if (ring > static_cast<size_t>(kDynamicSmemBytes) || c.stages > kMaxStages) {
       std::fprintf(stderr, "case %s: ring of %zu bytes does not fit\n", c.what, ring);
       return 1;
     }
@@ -197,7 +199,7 @@ int main(int argc, char** argv) {
       for (int it = 0; it < iters + 1; ++it) {
         CHECK_CUDA(cudaMemsetAsync(flush, it & 0xff, flush_bytes));
         CHECK_CUDA(cudaEventRecord(start));
-        stream_tiles<<<sms, 64, 200 * 1024>>>(desc, p, sink);
+        stream_tiles<<<sms, 64, kDynamicSmemBytes>>>(desc, p, sink);
         CHECK_CUDA(cudaEventRecord(stop));
         CHECK_CUDA(cudaEventSynchronize(stop));
         CHECK_CUDA(cudaGetLastError());
