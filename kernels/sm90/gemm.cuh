@@ -67,12 +67,12 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   // from global memory (b_block_scales_ahead): the tile's whole row at its start, held across the warp's lanes
   // (b_block_scales_in_lanes: fixed-K kernels), 32-block chunks of it across the lanes (b_block_scales_in_lane_chunks:
   // dense run-time-K kernels on wide tiles), or one K block ahead.
-  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
-  constexpr bool kBScalesInLanes = b_block_scales_in_lanes(kRecipe, kBlockM, kSplitK, kFixedKBlocks);
+  constexpr bool kBScalesInStages = b_block_scales_in_stages(kRecipe, kBlockM, kBlockN, kSplitK, kFixedKBlocks);
+  constexpr bool kBScalesInLanes = b_block_scales_in_lanes(kRecipe, kBlockM, kBlockN, kSplitK, kFixedKBlocks);
   constexpr bool kBScalesInLaneChunks =
       b_block_scales_in_lane_chunks(kRecipe, kKind, kBlockM, kBlockN, kSplitK, kFixedKBlocks, kClusterM * kClusterN);
-  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kSplitK, kFixedKBlocks) && !kBScalesInLanes &&
-                                 !kBScalesInLaneChunks;
+  constexpr bool kBScalesAhead = b_block_scales_ahead(kRecipe, kBlockM, kBlockN, kSplitK, kFixedKBlocks) &&
+                                 !kBScalesInLanes && !kBScalesInLaneChunks;
   constexpr int kSfbLaneChunks = kBScalesInLanes ? b_block_scale_lane_chunks(kFixedKBlocks) : 1;
   // A's scales loaded from the tile's first row rounded down to 4, with a tail box (gemm_sfa_shifted: FP8 packed group
   // ends), and read from the row's shift.

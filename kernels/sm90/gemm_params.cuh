@@ -120,7 +120,10 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
 
 // Recipe (1,128,128): where each K block's one or two B block scales come from.
 // - Copied into the stage by the producer (cp.async, one more arrival on the stage's full barrier), read by the math
-//   warps with ld.shared: 64-row tiles (decode), K splits, and fixed-K kernels of at most 4 K blocks.
+//   warps with ld.shared: 64-row tiles (decode), K splits, fixed-K kernels of at most 4 K blocks, and 128-row tiles
+//   at most 64 wide with K at run time (the M = 128 plans: each K block of B streams in sooner than a global read one
+//   block ahead returns; against that read, on an H100: 128x32x10 +2.8-3.5%, 128x64x8 +0.4-5.2%, while 128x128,
+//   128x144 and 128x192 tiles ran 0.8-2.7% slower with the copy; docs/results/2026-12-07-m128-bscale.md).
 // - Elsewhere read by the math warps from global memory, issued one K block ahead (b_block_scales_ahead): the stage's
 //   full barrier then waits for the TMA bytes alone. On 128- and 256-row tiles this measured +1.7-2.3% on dense
 //   M = 4096 (4096 x 4096 x 7168 +4.2-4.4%, 4096 x 7168 x 16384 +5.5-10%), +2.4-2.9% on contiguous and +2.3-3.5% on
@@ -129,13 +132,15 @@ MOEGEMM_HD constexpr bool bf16_block_n_supported(int block_n) {
 //   timing probe without any B-scale transfer ran another 1.5-3% faster; a per-warp cp.async slot a block ahead ran
 //   2% slower than the copy.) The shared-memory layout keeps the copy's 16 bytes per stage either way.
 // Earlier kernels measured the global read slower (docs/results/2026-12-03-bscale-path.md).
-MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m, int split_k, int fixed_k_blocks) {
+MOEGEMM_HD constexpr bool b_block_scales_in_stages(int recipe, int block_m, int block_n, int split_k,
+                                                   int fixed_k_blocks) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) &&
-         (block_m == 64 || split_k > 1 || (fixed_k_blocks > 0 && fixed_k_blocks <= 4));
+         (block_m == 64 || split_k > 1 || (fixed_k_blocks > 0 && fixed_k_blocks <= 4) ||
+          (block_m == 128 && block_n <= 64 && fixed_k_blocks == 0));
 }
-MOEGEMM_HD constexpr bool b_block_scales_ahead(int recipe, int block_m, int split_k, int fixed_k_blocks) {
+MOEGEMM_HD constexpr bool b_block_scales_ahead(int recipe, int block_m, int block_n, int split_k, int fixed_k_blocks) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) &&
-         !b_block_scales_in_stages(recipe, block_m, split_k, fixed_k_blocks);
+         !b_block_scales_in_stages(recipe, block_m, block_n, split_k, fixed_k_blocks);
 }
 
 // Of those, fixed-K kernels of at most 128 K blocks (the 256-row dense, group-ends and masked kernels) read the
@@ -144,8 +149,9 @@ MOEGEMM_HD constexpr bool b_block_scales_ahead(int recipe, int block_m, int spli
 // them in the K loop. Against the one-ahead read, per group of rows: dense M = 4096 256x128 +0.7% to +1.1%, group
 // ends +1.5% to +1.9%, masked expected M 192 +0.7% to +1.1% (H100, docs/results/2026-12-06-bscale-lanes.md,
 // runs 1-3). Run-time-K kernels: below.
-MOEGEMM_HD constexpr bool b_block_scales_in_lanes(int recipe, int block_m, int split_k, int fixed_k_blocks) {
-  return b_block_scales_ahead(recipe, block_m, split_k, fixed_k_blocks) && fixed_k_blocks > 0 &&
+MOEGEMM_HD constexpr bool b_block_scales_in_lanes(int recipe, int block_m, int block_n, int split_k,
+                                                  int fixed_k_blocks) {
+  return b_block_scales_ahead(recipe, block_m, block_n, split_k, fixed_k_blocks) && fixed_k_blocks > 0 &&
          fixed_k_blocks <= 128;
 }
 // Dense kernels with K at run time on tiles wider than 128 columns (128x192, 128x144) hold them across the lanes in
@@ -156,7 +162,7 @@ MOEGEMM_HD constexpr bool b_block_scales_in_lanes(int recipe, int block_m, int s
 // the one-ahead read, as do clustered tiles (cluster_ctas > 1: not measured with it).
 MOEGEMM_HD constexpr bool b_block_scales_in_lane_chunks(int recipe, int kind, int block_m, int block_n, int split_k,
                                                         int fixed_k_blocks, int cluster_ctas) {
-  return b_block_scales_ahead(recipe, block_m, split_k, fixed_k_blocks) && fixed_k_blocks == 0 &&
+  return b_block_scales_ahead(recipe, block_m, block_n, split_k, fixed_k_blocks) && fixed_k_blocks == 0 &&
          kind == static_cast<int>(GroupedKind::kDense) && block_n > 128 && cluster_ctas == 1;
 }
 // Registers per scale block and lane that b_block_scales_in_lanes takes.
