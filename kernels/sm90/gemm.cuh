@@ -37,9 +37,9 @@ namespace moegemm::kernels::sm90 {
 
 // kClusterM = 2: pairs of CTAs along M share each B tile, CTA 0 loading it with TMA multicast into both CTAs'
 // shared memory (half the L2 traffic for B). The scheduler's problem then has block_m = 2 * kBlockM.
-// kClusterN = 2 (dense; recipe (1,128,128), or BF16 with A K-major): pairs along N share each A tile, each CTA
-// multicasting half of it;
-// the scheduler's problem has block_n = 2 * kBlockN.
+// kClusterN = 2 (dense: recipe (1,128,128), recipe (1,1,128), or BF16 with A K-major; k-grouped: recipe (1,1,128)):
+// pairs along N share each A tile, each CTA multicasting half of its rows (k-grouped: through the expert's
+// descriptor, whose box is half the tile's rows); the scheduler's problem has block_n = 2 * kBlockN.
 // kMnMajor (BF16 only): bit 0 = A is MN-major ([K, M] storage, M contiguous), bit 1 = B is MN-major ([K, N]).
 // MN-major tiles arrive as TMA boxes of [64 K][64 MN] (8 KiB each, one 128-byte swizzle width of MN) and are read
 // by WGMMA with the transpose flag.
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 "256-row tiles: see gemm_tall_tile_supported (sm90/gemm_params.cuh)");
   static_assert(gemm_block_n_supported(kRecipe, kBlockN), "block_n: see gemm_block_n_supported (sm90/gemm_params.cuh)");
   static_assert(!kRowScaledB || ((kKind == 0 || kKind == static_cast<int>(GroupedKind::kKGrouped)) && kClusterM == 1),
-                "recipe (1,1,128): dense or k-grouped, no cluster, so far");
+                "recipe (1,1,128): dense or k-grouped, no pair along M, so far");
   static_assert(!kUnscaled || kClusterM == 1 || (kMnMajor & 2) == 0,
                 "BF16 pairs along M: B K-major (B multicast in boxes of half its 128-byte rows)");
   static_assert(!kAddBf16C || kKind == static_cast<int>(GroupedKind::kDense), "BF16 D with C: dense only");
@@ -150,9 +150,13 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
-  static_assert(kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 && (kBlockScaledB || (kUnscaled && !kMnMajorA)) &&
-                                   kKind == static_cast<int>(GroupedKind::kDense) && kBlockM >= 128),
-                "A shared along N: pairs, dense, recipe (1,128,128) or BF16 with A K-major, 128- or 256-row tiles");
+  static_assert(kClusterN == 1 ||
+                    (kClusterN == 2 && kClusterM == 1 && kBlockM >= 128 &&
+                     (((kBlockScaledB || kRowScaledB || (kUnscaled && !kMnMajorA)) &&
+                       kKind == static_cast<int>(GroupedKind::kDense)) ||
+                      kKGroupedFp8)),
+                "A shared along N: pairs of 128-row tiles or taller; dense with recipe (1,128,128), recipe (1,1,128) or "
+                "BF16 with A K-major, or k-grouped FP8");
   constexpr int kPairSize = kClusterM * kClusterN;  // CTAs that share (multicast) the stages' operands
   constexpr int kClusterSize = kPairSize * kSplitK;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.
@@ -315,7 +319,14 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 if constexpr (kKGroupedFp8) {
                   // Expert g's own [M, K_g] / [N, K_g] blocks: K from 0 inside them; its scales start at k_base / 128.
                   const TmaDescriptor* desc_a = params.kgrouped_tma + 2 * g;
-                  tma_load_2d(a_dst, desc_a, bar, k_coord, a_row);
+                  if constexpr (kClusterN > 1) {
+                    // A pair along N: each CTA fetches its half of the tile's rows for both (the box is that half).
+                    constexpr int kHalf = kBlockM / 2;
+                    tma_load_2d_multicast(a_dst + cluster_rank * kHalf * kRowBytes, desc_a, bar, 0x3, k_coord,
+                                          a_row + static_cast<int>(cluster_rank) * kHalf);
+                  } else {
+                    tma_load_2d(a_dst, desc_a, bar, k_coord, a_row);
+                  }
                   tma_load_2d(b_dst, desc_a + 1, bar, k_coord, n_begin);
                   tma_load_2d(sfa_dst, &params.tma_sfa, bar, a_row, k_base / kStageK + kb);
                   tma_load_2d(sfb_dst, &params.tma_sfb, bar, n_begin, k_base / kStageK + kb);
@@ -420,7 +431,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
         // The stage is refilled by multicasts into both CTAs: release it to both producers, lane i arriving on
         // CTA i's barrier, both at once. (Lane 0 arriving on the two in turn cost the pairs 4-7% against the same
         // tile alone; two lanes brought them level: docs/results/2026-12-05-rtg-tiles-pairs-python.md, run 5.)
-        if (lane < static_cast<u32>(kPairSize)) mbarrier_arrive_cluster(&empty_bar[stage], lane);
+        if (lane < static_cast<u32>(kPairSize)) {
+          mbarrier_arrive_remote(cluster_map_shared(empty_bar_addr + stage * 8, lane));
+        }
       } else if (lane == 0) {
         mbarrier_arrive(empty_bar_addr + stage * 8);
       }

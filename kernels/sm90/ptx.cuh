@@ -177,17 +177,14 @@ MOEGEMM_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster (possibly this one). The
-// arrive has the default .release.cta semantics, as CUTLASS's cluster barrier does: the arriving warps only read
-// the stage (WGMMA, completed by wgmma.wait_group), and a .release.cluster arrive, which this used before, acts
-// as a cluster-wide memory fence on every K block (suspected cause of the ~1 us per K block measured with
-// clusters; not yet re-measured).
-MOEGEMM_DEVICE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
-  asm volatile(
-      "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1; "
-      "mbarrier.arrive.shared::cluster.b64 _, [remote]; }" ::"r"(smem_addr(bar)),
-      "r"(cta)
-      : "memory");
+// Arrives on a barrier of a CTA of the cluster (possibly this one) at its shared::cluster address
+// (cluster_map_shared, below). The arrive has the default .release.cta semantics, as CUTLASS's cluster barrier does:
+// the arriving warps only read the stage (WGMMA, completed by wgmma.wait_group), and a .release.cluster arrive, which
+// this used before, acts as a cluster-wide memory fence on every K block (suspected cause of the ~1 us per K block
+// measured with clusters; not yet re-measured). The caller maps a 32-bit shared address: a generic pointer to the
+// barrier here (as before) cost the 192-row k-grouped pair two more registers and 24 bytes of spills.
+MOEGEMM_DEVICE void mbarrier_arrive_remote(u32 remote_addr) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_addr) : "memory");
 }
 
 // Split-K partials (gemm_split_k_supported): a rank's FP32 results go straight into rank 0's shared memory, and the

@@ -73,7 +73,7 @@ KernelConfig fp8_1d2d_override(const KernelConfig& requested, int sms, kernels::
 }
 
 KernelConfig fp8_1d1d_override(const KernelConfig& requested, int sms, kernels::GroupedKind layout) {
-  plan::check_fp8_1d1d_config(requested);
+  plan::check_fp8_1d1d_config(requested, layout);
   return completed(requested, sms, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout);
 }
 

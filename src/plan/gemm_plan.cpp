@@ -462,15 +462,19 @@ namespace {
 // The rules every recipe shares: clusters, tile height, K step, stages, shared memory (laid out for the layout's
 // epilogue).
 void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
-  // Pairs only. Along N (sharing A): the dense layout, 128- or 256-row tiles. Along M (sharing B): not row-to-group,
-  // whose passes differ between the two CTAs, nor k-grouped.
+  // Pairs only. Along N (sharing A): the dense layout, or k-grouped FP8 (recipe (1,1,128)), tiles of 128 rows or
+  // more. Along M (sharing B): not row-to-group, whose passes differ between the two CTAs, nor k-grouped.
   const bool pair_along_m = c.cluster_m == 2 && c.cluster_n == 1;
   const bool pair_along_n = c.cluster_m == 1 && c.cluster_n == 2;
   if (!(c.cluster_m == 1 && c.cluster_n == 1) && !pair_along_m && !pair_along_n) {
     config_fail("clusters must be 1x1, 2x1 (two CTAs along M sharing B) or 1x2 (two CTAs along N sharing A)", c);
   }
-  if (pair_along_n && (layout != kernels::GroupedKind::kDense || c.block_m < 128)) {
-    config_fail("a 1x2 cluster (A shared along N) needs the dense layout and block_m 128 or 256, so far", c);
+  const bool kgrouped_fp8 =
+      layout == kernels::GroupedKind::kKGrouped && recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+  if (pair_along_n && ((layout != kernels::GroupedKind::kDense && !kgrouped_fp8) || c.block_m < 128)) {
+    config_fail(
+        "a 1x2 cluster (A shared along N) needs the dense layout (or k-grouped FP8) and block_m 128 or more, so far",
+        c);
   }
   if (pair_along_m &&
       (layout == kernels::GroupedKind::kContiguousRowToGroup || layout == kernels::GroupedKind::kKGrouped)) {
@@ -530,12 +534,16 @@ void check_bf16_config(const KernelConfig& c, kernels::sm90::GemmRecipe recipe, 
   check_common(c, r, layout);
 }
 
-void check_fp8_1d1d_config(const KernelConfig& c) {
+void check_fp8_1d1d_config(const KernelConfig& c, kernels::GroupedKind layout) {
   if (!kernels::sm90::fp32_out_block_n_supported(c.block_n)) {
     config_fail("block_n must be a multiple of 16 in [16, 160] for recipe (1,1,128)", c);
   }
-  if (c.cluster_m != 1 || c.cluster_n != 1) config_fail("recipe (1,1,128) runs without clusters (1x1)", c);
-  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), kernels::GroupedKind::kDense);
+  // The pair's A halves are multicast (dense: the shared descriptor; k-grouped: each expert's, its box half the rows).
+  if (c.cluster_m != 1) config_fail("recipe (1,1,128) runs without a pair along M (cluster_m 1)", c);
+  if (layout != kernels::GroupedKind::kDense && layout != kernels::GroupedKind::kKGrouped) {
+    throw Error(ErrorCode::kInternal, "check_fp8_1d1d_config: recipe (1,1,128) is dense or k-grouped");
+  }
+  check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout);
 }
 
 void check_fp8_1d2d_config(const KernelConfig& c, kernels::GroupedKind layout) {

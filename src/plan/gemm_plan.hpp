@@ -108,7 +108,7 @@ KernelConfig choose_bf16_config(const ShapeHint& hint, int num_sms, kernels::sm9
 
 // Throw Error(kInvalidArgument, "options.config: ...") when the kernel cannot run `config`.
 void check_fp8_1d2d_config(const KernelConfig& config, kernels::GroupedKind layout);
-void check_fp8_1d1d_config(const KernelConfig& config);
+void check_fp8_1d1d_config(const KernelConfig& config, kernels::GroupedKind layout);
 // BF16: also the rules of the operands' majors (mn_major: bit 0 A, bit 1 B MN-major) and the layout.
 void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe recipe, int mn_major,
                        kernels::GroupedKind layout);

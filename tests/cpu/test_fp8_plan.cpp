@@ -301,7 +301,7 @@ TEST(Fp8Plan, DenseWeightGradientsTake128x128WhereMeasured) {
     EXPECT_EQ(c.stages, plan::gemm_max_stages(128, 128, kRecipe, kernels::GroupedKind::kDense));
     EXPECT_EQ(c.stages, 4);
     EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c, kRecipe, kernels::GroupedKind::kDense));
-    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(c));
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(c, kernels::GroupedKind::kDense));
   }
   // The plan query answers the same.
   EXPECT_EQ(plan_fp8_gemm_wgrad(24576, 4096, 1536).block_n, 128);
@@ -319,7 +319,7 @@ TEST(Fp8Plan, WeightGradientsTake192RowTilesWhereMeasured) {
     EXPECT_EQ(c.stages, stages) << c.to_string();
     EXPECT_EQ(c.math_warpgroups, math_warpgroups_for(block_m));
     EXPECT_EQ(c.smem_bytes, plan::gemm_smem_bytes(c, kRecipe, kernels::GroupedKind::kDense));
-    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(c));
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(c, kernels::GroupedKind::kDense));
   };
   for (const int groups : {4, 8, 16}) {
     const long long k = 32768 / groups;
@@ -609,10 +609,26 @@ TEST(Fp8Plan, OverridesAreChecked) {
   EXPECT_THROW(plan::check_fp8_1d2d_config(c, kernels::GroupedKind::kDense), Error);
   // 192-row tiles (three math warpgroups): FP32 D only, block_n a multiple of 32 up to 128.
   const KernelConfig three = testing::tile_config(192, 128, 128, 3);
-  EXPECT_NO_THROW(plan::check_fp8_1d1d_config(three));
+  EXPECT_NO_THROW(plan::check_fp8_1d1d_config(three, kernels::GroupedKind::kDense));
   EXPECT_INVALID(plan::check_fp8_1d2d_config(three, kernels::GroupedKind::kDense), "192-row tiles");
-  EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 160, 128, 3)), "192-row tiles");
-  EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 112, 128, 3)), "192-row tiles");
+  EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 160, 128, 3), kernels::GroupedKind::kDense), "192-row tiles");
+  EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 112, 128, 3), kernels::GroupedKind::kDense), "192-row tiles");
+  // Recipe (1,1,128) pairs share A along N only (dense and k-grouped), on tiles of 128 rows or more.
+  KernelConfig wgrad_pair = three;
+  wgrad_pair.cluster_n = 2;
+  EXPECT_NO_THROW(plan::check_fp8_1d1d_config(wgrad_pair, kernels::GroupedKind::kDense));
+  EXPECT_NO_THROW(plan::check_fp8_1d1d_config(wgrad_pair, kernels::GroupedKind::kKGrouped));
+  wgrad_pair.cluster_n = 1, wgrad_pair.cluster_m = 2;
+  EXPECT_INVALID(plan::check_fp8_1d1d_config(wgrad_pair, kernels::GroupedKind::kKGrouped), "cluster_m 1");
+  KernelConfig narrow_pair = testing::tile_config(64, 128, 128, 3);
+  narrow_pair.cluster_n = 2;
+  EXPECT_INVALID(plan::check_fp8_1d1d_config(narrow_pair, kernels::GroupedKind::kKGrouped), "block_m 128 or more");
+  // Other layouts keep A unshared (k-grouped BF16 reads an MN-major A).
+  KernelConfig bf16_kgrouped_pair = testing::tile_config(128, 128, 64, 3);
+  bf16_kgrouped_pair.cluster_n = 2;
+  EXPECT_INVALID(plan::check_bf16_config(bf16_kgrouped_pair, kernels::sm90::GemmRecipe::kBf16Fp32, 3,
+                                         kernels::GroupedKind::kKGrouped),
+                 "1x2 cluster");
   const KernelConfig bf16_three = testing::tile_config(192, 128, 64, 3);
   EXPECT_NO_THROW(plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 3,
                                           kernels::GroupedKind::kKGrouped));

@@ -56,7 +56,7 @@ KernelConfig case_config(const Case& c) {
   if (c.recipe == 0) {
     plan::check_fp8_1d2d_config(cfg, c.layout);
   } else if (c.recipe == 1) {
-    plan::check_fp8_1d1d_config(cfg);
+    plan::check_fp8_1d1d_config(cfg, c.layout);
   } else {
     plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe), c.mn_major, c.layout);
   }
@@ -122,6 +122,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{192, 128, kernels::GroupedKind::kDense, 1, 3, 3}, Case{192, 64, kernels::GroupedKind::kDense, 1, 3, 3},
         Case{192, 128, kernels::GroupedKind::kKGrouped, 1, 3, 3}, Case{192, 64, kernels::GroupedKind::kKGrouped, 1, 3, 3},
         Case{192, 128, kernels::GroupedKind::kDense, 1, 3, 0},
+        // Recipe (1,1,128) with A shared along N by a pair (each CTA multicasts half of A's rows): k-grouped through
+        // the per-expert descriptors, and dense.
+        Case{192, 128, kernels::GroupedKind::kKGrouped, 1, 1, 0, 2}, Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1, 0, 2},
+        Case{192, 128, kernels::GroupedKind::kDense, 1, 1, 0, 2}, Case{128, 128, kernels::GroupedKind::kDense, 1, 1, 0, 2},
         // BF16: dense, masked and row-to-group.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, Case{128, 128, kernels::GroupedKind::kMasked, 1, 2},
         Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},

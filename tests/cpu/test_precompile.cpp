@@ -226,10 +226,10 @@ TEST_F(Precompile, AQueryWhoseConfigTheCallWouldRefuseIsNamed) {
                  "queries.fp8_nt[1]: options.config: block_n must be a multiple of 16 in [16, 192] with block_n");
   batch.fp8_nt.pop_back();
   KernelConfig pair = bad;
-  pair.block_n = 128, pair.cluster_n = 2;
+  pair.block_n = 128, pair.cluster_m = 2;
   batch.fp8_wgrad.push_back({4096, 4096, 7168, 1, pair});
   expect_invalid([&] { precompile_all(batch); },
-                 "queries.fp8_wgrad[0]: options.config: recipe (1,1,128) runs without clusters (1x1)");
+                 "queries.fp8_wgrad[0]: options.config: recipe (1,1,128) runs without a pair along M (cluster_m 1)");
   EXPECT_EQ(jit::jit_stats().compiles, before.compiles);
 }
 

@@ -95,6 +95,21 @@ TEST(Fp8WgradStagedGpu, ThreeWarpgroupTilesMatchOracleForEveryFormOfC) {
   }
 }
 
+// Pairs of CTAs sharing A along N (1x2 clusters): N ending inside a pair's second CTA (320 = 256 + 64) or before it
+// (104 < 128: that CTA only loads A's half for its peer), M ending inside a tile (400) and inside a half (129).
+TEST(Fp8WgradStagedGpu, PairsSharingAMatchOracleForEveryFormOfC) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int block_m : {192, 128}) {
+    KernelConfig cfg = testing::tile_config(block_m, 128, 128, 3);
+    cfg.cluster_n = 2;
+    SCOPED_TRACE(std::to_string(block_m) + "x128, cluster 1x2");
+    for (CMode mode : {CMode::kDistinct, CMode::kAliasesD, CMode::kNone}) {
+      run_case(400, 320, 2048, mode, &cfg);
+      run_case(129, 104, 512, mode, &cfg);
+    }
+  }
+}
+
 // One set of inputs. run_c_distinct: D = C + A B^T with C distinct from a NaN-poisoned D, checked against the
 // oracle (kept in `distinct`); run_in_place: the same product with C aliasing D (D holding C first), D into `out`.
 // (Void: the CUDA checks are gtest assertions.)

@@ -236,6 +236,20 @@ TEST(Fp8KGroupedGpu, ThreeWarpgroupTilesMatchOracle) {
   }
 }
 
+// Pairs of CTAs sharing A along N (1x2 clusters; each multicasts half of A's rows through the expert's descriptor):
+// M ending inside a tile and inside a half (400 = 2 x 192 + 16; 136 < 96 + 96), N ending inside the pair's second CTA
+// (320 = 256 + 64, 200 = 128 + 72) and before it (104: that CTA only loads A's half for its peer), empty experts.
+TEST(Fp8KGroupedGpu, PairsSharingAMatchOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  for (const int block_m : {192, 128}) {
+    KernelConfig config = testing::tile_config(block_m, 128, 128, 3);
+    config.cluster_n = 2;
+    SCOPED_TRACE(std::to_string(block_m) + "x128, cluster 1x2");
+    expect_shapes_match_oracle(
+        {{400, 320, {1024, 384, 0, 2048}}, {136, 200, {128, 512, 256}}, {136, 104, {0, 256, 128}}}, &config);
+  }
+}
+
 // 128-row tiles (the weight-gradient kernels' two-warpgroup form) on experts of 1 to 5 K blocks and none, with 128
 // and 64 columns: K loops that handle two K blocks per step have odd and even counts to get right.
 TEST(Fp8KGroupedGpu, RowTilesOf128OnEveryKBlockCountUpTo5) {
