@@ -150,13 +150,9 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr GroupedKind kLayout = static_cast<GroupedKind>(kKind);
   constexpr bool kMasked = kLayout == GroupedKind::kMasked;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
-  static_assert(kClusterN == 1 ||
-                    (kClusterN == 2 && kClusterM == 1 && kBlockM >= 128 &&
-                     (((kBlockScaledB || kRowScaledB || (kUnscaled && !kMnMajorA)) &&
-                       kKind == static_cast<int>(GroupedKind::kDense)) ||
-                      kKGroupedFp8)),
-                "A shared along N: pairs of 128-row tiles or taller; dense with recipe (1,128,128), recipe (1,1,128) or "
-                "BF16 with A K-major, or k-grouped FP8");
+  static_assert(kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 &&
+                                   gemm_pair_along_n_supported(kRecipe, kKind, kBlockM, kMnMajorA)),
+                "A shared along N: see gemm_pair_along_n_supported (sm90/gemm_params.cuh)");
   constexpr int kPairSize = kClusterM * kClusterN;  // CTAs that share (multicast) the stages' operands
   constexpr int kClusterSize = kPairSize * kSplitK;
   // Row-to-group tiles run one pass per expert present, which differs between the two CTAs of a pair.

@@ -380,6 +380,16 @@ MOEGEMM_HD constexpr int gemm_waves(int block_m) { return block_m / (64 * gemm_m
 // dense layout on 64- or 128-row tiles up to 64 wide (the partials take split_k_partial_bytes, at most 32 KiB, per
 // extra rank), not recipe (1,1,128).
 inline constexpr int kMaxKSplits = 4;
+
+// Pairs of CTAs along N sharing A (1x2 clusters; each CTA multicasts half of the tile's A rows): tiles of 128 rows
+// or more, on the dense layout with a K-major A (every FP8 recipe; BF16 with a_mn_major false), or on the k-grouped
+// layout with FP8 recipe (1,1,128) (through each expert's descriptor, whose box is half the tile's rows). One rule for
+// the kernel's static check, the planner's validation and the launch.
+MOEGEMM_HD constexpr bool gemm_pair_along_n_supported(int recipe, int kind, int block_m, bool a_mn_major) {
+  return block_m >= 128 && !a_mn_major &&
+         (kind == static_cast<int>(GroupedKind::kDense) ||
+          (kind == static_cast<int>(GroupedKind::kKGrouped) && recipe == static_cast<int>(GemmRecipe::kFp8_1d1d)));
+}
 MOEGEMM_HD constexpr int split_k_begin(int num_kb, int splits, int rank) {
   return static_cast<int>(static_cast<long long>(num_kb) * rank / splits);
 }

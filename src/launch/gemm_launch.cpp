@@ -116,9 +116,9 @@ void launch_gemm(const GemmLaunch& a, const KernelConfig& c, bool pdl, Stream st
   }
   // A cluster: a multicast pair, or the CTAs that split one tile's K.
   const int cluster = pair * c.k_splits;
-  if (c.cluster_n != 1 && a.layout != GroupedKind::kDense &&
-      !(a.layout == GroupedKind::kKGrouped && a.recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d))) {
-    throw Error(ErrorCode::kInternal, "launch: cluster_n 2 (A shared along N) is for the dense layout and k-grouped FP8");
+  if (c.cluster_n != 1 && !kernels::sm90::gemm_pair_along_n_supported(a.recipe, static_cast<int>(a.layout), c.block_m,
+                                                                       (a.mn_major & 1) != 0)) {
+    throw Error(ErrorCode::kInternal, "launch: cluster_n 2 (A shared along N): see gemm_pair_along_n_supported");
   }
   const int num_kb = (a.k + kFp8BlockK - 1) / kFp8BlockK;
 

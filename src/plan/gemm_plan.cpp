@@ -469,9 +469,9 @@ void check_common(const KernelConfig& c, int recipe, kernels::GroupedKind layout
   if (!(c.cluster_m == 1 && c.cluster_n == 1) && !pair_along_m && !pair_along_n) {
     config_fail("clusters must be 1x1, 2x1 (two CTAs along M sharing B) or 1x2 (two CTAs along N sharing A)", c);
   }
-  const bool kgrouped_fp8 =
-      layout == kernels::GroupedKind::kKGrouped && recipe == static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
-  if (pair_along_n && ((layout != kernels::GroupedKind::kDense && !kgrouped_fp8) || c.block_m < 128)) {
+  // (A K-major here: check_bf16_config names an MN-major A itself.)
+  if (pair_along_n &&
+      !kernels::sm90::gemm_pair_along_n_supported(recipe, static_cast<int>(layout), c.block_m, false)) {
     config_fail(
         "a 1x2 cluster (A shared along N) needs the dense layout (or k-grouped FP8) and block_m 128 or more, so far",
         c);
