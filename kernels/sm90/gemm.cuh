@@ -115,7 +115,6 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kCPrefetch = gemm_c_prefetch(kRecipe, kKind, kBlockN);
   // FP32 D through TMA (gemm_fp32_tma_epilogue): its own epilogue, below.
   constexpr bool kFp32Tma = kFp32Out && kTmaStore;
-  constexpr bool kSpreadFp32Reduce = kFp32Tma && gemm_spread_fp32_reduce(kRecipe, kKind, kBlockM);
   static_assert(gemm_split_k_supported(kRecipe, kKind, kBlockM, kBlockN, kSplitK) &&
                     (kSplitK == 1 || (kClusterM == 1 && kClusterN == 1)),
                 "split K: see gemm_split_k_supported (sm90/gemm_params.cuh); no multicast pair besides");
@@ -123,6 +122,11 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr bool kTileRing = gemm_tile_ring(kKind);
   constexpr GemmSmemLayout kSmem =
       gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK, kSfaShifted, kTileRing);
+  // Half staging (gemm_half_staging_supported): the FP32 epilogue stores the tile in two passes of kStagedCols
+  // columns through this warpgroup's buffer, each loading its own C; no C prefetch, no spread reduce-adds.
+  constexpr bool kHalfStaging = kSmem.half_staging;
+  constexpr int kStagedCols = kHalfStaging ? kBlockN / 2 : kBlockN;
+  constexpr bool kSpreadFp32Reduce = kFp32Tma && !kHalfStaging && gemm_spread_fp32_reduce(kRecipe, kKind, kBlockM);
   constexpr int kMathWGs = gemm_math_warpgroups(kBlockM);
   // Ping-pong (gemm_ping_pong: BF16 with FP32 D on 128-row tiles): each math warpgroup computes every other tile of
   // the CTA whole, as two 64-row waves, so that one warpgroup's epilogue runs while the other's WGMMAs keep the tensor
@@ -137,6 +141,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   // Ping-pong tiles keep one K block's WGMMAs in flight too: one warpgroup alone feeds the tensor cores.
   constexpr bool kBf16Deferred = kBf16DeferredPlain || kPingPong;
   static_assert(kWaves == 1 || kWaves == 2, "the epilogue stores one or two waves");
+  static_assert(!kHalfStaging || (kFp32Tma && !kPingPong && kWaves == 1 && kSplitK == 1),
+                "half staging: the FP32 TMA epilogue of one wave per warpgroup (gemm_half_staging_supported)");
   // A warpgroup's second wave (tile rows kWaveRows + 64 w on) when the tile's rows end before it (row_limit: a masked
   // expert's count, an expert's end): no WGMMA, no promotion and no store for it (wave_has_rows). Masked and
   // group-ends tiles, where an expert's last tile often ends early (measured: docs/results/2026-12-06-empty-waves.md);
@@ -549,8 +555,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           kSpreadFp32Reduce
               ? warp_uniform(tile_k_blocks(w) > kSpreadPeel ? kSpreadPeel : 0)
               : 0;
-      const bool c_issuer = kCPrefetch && (!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
-                            warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+      const bool c_issuer = kCPrefetch && !kHalfStaging && (!kFp32Out || (params.add_c && !reduce_into_d)) &&
+                            split_rank == 0 && warp_uniform(static_cast<int>(warp_in_wg)) == 0;
       const int c_n0 = warp_uniform(w.n_begin), c_r0 = warp_uniform(box_row(w));
       const int c_g0 = kKGrouped ? warp_uniform(w.group) : 0;
       // kSkipEmptyWaves: whether this warpgroup's second wave has rows of the tile (the same for every pass).
@@ -895,28 +901,33 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           const bool store_warp = warp_uniform(static_cast<int>(warp_in_wg)) == 0;
           const bool load_c = params.add_c && !reduce_into_d;
           // Ping-pong: wave 1 follows wave 0 through the one buffer, once the copy engine has read wave 0 out of it
-          // (with C, wave 1's C is loaded into it then: the other warpgroup's WGMMAs run meanwhile).
+          // (with C, wave 1's C is loaded into it then: the other warpgroup's WGMMAs run meanwhile). Half staging:
+          // pass v stores columns v * kStagedCols on, each pass's C loaded once the buffer is free.
           // (The exit at the loop's end rather than a counted loop or a lambda per wave: those changed the code of
           // the kernels that store one wave.)
           for (int v = 0;; ++v) {
-            if (v == 0 && load_c) {
+            // This pass's first column (half staging) and first row (ping-pong's wave 1) past the tile's.
+            const int pass_col = kHalfStaging ? v * kStagedCols : 0;
+            const int pass_row = kHalfStaging ? 0 : v * 64;
+            if (!kHalfStaging && v == 0 && load_c) {
               mbarrier_wait(c_bar_addr, c_phase);
               c_phase ^= 1u;
             } else {
               if constexpr (kSpreadFp32Reduce) spread_flush();  // the buffer's previous boxes, before the wait
               if (store_warp) {
-                if (v != 0 && load_c) {  // wave 1's C, loaded once wave 0 has left the buffer
-                  const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)) + v * 64;
+                if ((kHalfStaging || v != 0) && load_c) {  // this pass's C, once the buffer's last stores read it
+                  const int n0 = warp_uniform(w.n_begin) + pass_col, r0 = warp_uniform(box_row(w)) + pass_row;
                   const int g0 = warp_uniform(w.group);
                   if (elect_one()) {
-                    load_c_into_staging<kBlockN, 1, 64, 4, kKGrouped>(params, c_bar_addr, d_stage_addr, n0, r0, g0);
+                    load_c_into_staging<kStagedCols, 1, 64, 4, kKGrouped>(params, c_bar_addr, d_stage_addr, n0, r0,
+                                                                          g0);
                   }
                 } else {
                   if (elect_one()) bulk_wait_group_read<0>();
                 }
                 __syncwarp();
               }
-              if (v != 0 && load_c) {
+              if ((kHalfStaging || v != 0) && load_c) {
                 mbarrier_wait(c_bar_addr, c_phase);
                 c_phase ^= 1u;
               } else {
@@ -924,15 +935,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               }
             }
 #pragma unroll
-            for (int i = 0; i < kAcc; i += 2) {
+            for (int i = 0; i < kAcc / (kHalfStaging ? 2 : 1); i += 2) {
               const int row = row_lo + ((i >> 1) & 1) * 8;
               const int col = (i >> 2) * 8 + static_cast<int>(lane % 4) * 2;
               const u32 addr = d_stage_addr + static_cast<u32>(tma_staging_offset_f32(row, col));
               float c0 = 0.0f, c1 = 0.0f;
               if (load_c) load_shared_v2_f32(addr, c0, c1);
               // (A select, not result[v]: v is the loop's, and a run-time index would put the results in local memory.)
-              const float r0 = v == 0 ? result[0][i] : result[kWaves - 1][i];
-              const float r1 = v == 0 ? result[0][i + 1] : result[kWaves - 1][i + 1];
+              constexpr int kSecond = kHalfStaging ? kAcc / 2 : 0;  // the second pass's first accumulator
+              const float r0 = v == 0 ? result[0][i] : result[kWaves - 1][i + kSecond];
+              const float r1 = v == 0 ? result[0][i + 1] : result[kWaves - 1][i + 1 + kSecond];
               store_shared_v2_f32(addr, c0 + r0, c1 + r1);
             }
             fence_proxy_async_shared();  // the writes, before the copy engine reads them
@@ -944,16 +956,16 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
               spread_next = 0;
               spread_one();
             } else if (store_warp) {
-              const int n0 = warp_uniform(w.n_begin), r0 = warp_uniform(box_row(w)) + v * 64;
+              const int n0 = warp_uniform(w.n_begin) + pass_col, r0 = warp_uniform(box_row(w)) + pass_row;
               const int g0 = warp_uniform(w.group);
               if (elect_one()) {
 #pragma unroll
-                for (int b = 0; b < kBlockN / 32; ++b) fp32_box_out(b, n0, r0, g0, reduce_into_d);
+                for (int b = 0; b < kStagedCols / 32; ++b) fp32_box_out(b, n0, r0, g0, reduce_into_d);
                 bulk_commit_group();
               }
               __syncwarp();
             }
-            if (!kPingPong || v == 1) break;
+            if (!(kPingPong || kHalfStaging) || v == 1) break;
           }
           if (!passes.advance(prob, w)) break;
           continue;

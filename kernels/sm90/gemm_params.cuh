@@ -427,7 +427,13 @@ struct GemmSmemLayout {
   int tile_ring_offset;
   int bytes;         // from the aligned base
   int launch_bytes;  // dynamic shared memory to request: bytes + slack for aligning the base
+  // FP32 D through TMA with half a staging buffer per math warpgroup (gemm_half_staging): the epilogue stores the
+  // tile in two passes of block_n / 2 columns through it.
+  bool half_staging;
 };
+
+// Shared memory an SM90 CTA may use: the H100/H200 opt-in limit, 227 KiB.
+inline constexpr int kSm90MaxSmemBytes = 232448;
 
 // FP8 group-ends kernels whose experts may start at any row (segment alignment 1 or 2) load A's scales shifted: the
 // copy engine faults (an illegal instruction) on a box whose innermost coordinate is not 16-byte aligned, and A's
@@ -486,12 +492,26 @@ MOEGEMM_HD constexpr bool gemm_tile_ring(int kind) {
   return kind == static_cast<int>(GroupedKind::kContiguousRowToGroup);
 }
 
+// Tiles that may stage their FP32 D in half a buffer (GemmSmemLayout::half_staging): recipe (1,1,128) through TMA,
+// one 64-row wave per warpgroup (64-, 128- and 192-row tiles), whole 64-column halves, no K split. With a whole
+// buffer a 192x128 tile holds 3 stages beside its 96 KiB of staging; the k-grouped rows ran at 712-989 TFLOPS on the
+// H200 with L2 at half its throughput (docs/results/2026-12-07-wgrad-pairs.md), which fits two 40 KiB stages in
+// flight at about 2 us each. Half a buffer makes room for a fourth. The epilogue then stores the tile in two passes of half its
+// columns, each pass's C (where loaded) brought in once the buffer is free: no C prefetch in the mainloop, and no
+// spread reduce-adds (gemm_spread_fp32_reduce).
+MOEGEMM_HD constexpr bool gemm_half_staging_supported(int recipe, int block_m, int block_n, int k_splits,
+                                                      bool tma_store) {
+  return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) && tma_store && block_n % 64 == 0 && k_splits == 1 &&
+         gemm_waves(block_m) == 1;
+}
+
 // Recipe (1,1,128) stores FP32 results straight from the accumulators (no staging buffer) and loads B's row scales
 // with each stage; recipe (1,128,128) gets the stage's B block scales by cp.async (not counted in
-// gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them).
-MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
-                                                     bool tma_store = false, int k_splits = 1,
-                                                     bool sfa_shifted = false, bool tile_ring = false) {
+// gemm_stage_tx_bytes: the copying thread's cp.async arrival on the full barrier covers them). half_staging: FP32 D
+// staged half a tile at a time (gemm_half_staging_supported tiles only).
+MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout_with(int block_m, int block_n, int stages, int recipe,
+                                                          bool tma_store, int k_splits, bool sfa_shifted,
+                                                          bool tile_ring, bool half_staging) {
   const bool row_scaled_b = recipe == static_cast<int>(GemmRecipe::kFp8_1d1d);
   const bool unscaled = recipe_is_bf16(recipe);
   const bool fp32_out = recipe_has_fp32_out(recipe);
@@ -500,7 +520,10 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   l.b_bytes = block_n * 128;
   l.sfa_bytes = unscaled ? 0 : align_up((block_m + (sfa_shifted ? kSfaTailRows : 0)) * 4, 128);
   l.sfb_bytes = row_scaled_b ? align_up(block_n * 4, 128) : recipe == static_cast<int>(GemmRecipe::kFp8_1d2d) ? 16 : 0;
-  l.stage_pitch = fp32_out ? (tma_store ? block_n * 4 : 0) : tma_store ? block_n * 2 : block_n * 2 + 16;
+  l.half_staging = half_staging;
+  l.stage_pitch = fp32_out ? (tma_store ? (half_staging ? block_n * 2 : block_n * 4) : 0)
+                  : tma_store ? block_n * 2
+                              : block_n * 2 + 16;
   l.d_bytes_per_wg = 64 * l.stage_pitch * (tma_store ? gemm_waves(block_m) : 1);
   l.a_offset = 0;
   l.b_offset = l.a_offset + stages * l.a_bytes;
@@ -521,6 +544,21 @@ MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, i
   }
   l.launch_bytes = l.bytes + 1024;
   return l;
+}
+
+// The kernel's layout: a whole staging buffer, or half of one where the stages asked for fit only beside half
+// (gemm_half_staging_supported tiles). The planner's stage counts (gemm_max_stages) are those that fit beside a whole
+// buffer: more stages are an override, for measuring them.
+MOEGEMM_HD constexpr GemmSmemLayout gemm_smem_layout(int block_m, int block_n, int stages, int recipe = 0,
+                                                     bool tma_store = false, int k_splits = 1, bool sfa_shifted = false,
+                                                     bool tile_ring = false) {
+  const GemmSmemLayout whole =
+      gemm_smem_layout_with(block_m, block_n, stages, recipe, tma_store, k_splits, sfa_shifted, tile_ring, false);
+  if (whole.launch_bytes <= kSm90MaxSmemBytes ||
+      !gemm_half_staging_supported(recipe, block_m, block_n, k_splits, tma_store)) {
+    return whole;
+  }
+  return gemm_smem_layout_with(block_m, block_n, stages, recipe, tma_store, k_splits, sfa_shifted, tile_ring, true);
 }
 
 // The tile widths a recipe's kernel supports (the planner's candidates and the kernel's static check).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "moegemm/error.hpp"
@@ -49,13 +50,25 @@ int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind l
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), block_n);
   int stages = 1;
   while (stages < kStageCap &&
-         kernels::sm90::gemm_smem_layout(block_m, block_n, stages + 1, recipe, tma_store, k_splits, false,
-                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)))
+         kernels::sm90::gemm_smem_layout_with(block_m, block_n, stages + 1, recipe, tma_store, k_splits, false,
+                                              kernels::sm90::gemm_tile_ring(static_cast<int>(layout)), false)
                  .launch_bytes <=
              kMaxSmemBytes) {
     ++stages;
   }
   return stages;
+}
+
+bool gemm_half_staged(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
+  const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, false,
+                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)))
+      .half_staging;
+}
+
+bool half_staging_enabled() {
+  const char* value = std::getenv(kHalfStagingVariable);
+  return value != nullptr && std::string(value) == "1";
 }
 
 int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout, bool sfa_shifted) {
@@ -544,6 +557,13 @@ void check_fp8_1d1d_config(const KernelConfig& c, kernels::GroupedKind layout) {
     throw Error(ErrorCode::kInternal, "check_fp8_1d1d_config: recipe (1,1,128) is dense or k-grouped");
   }
   check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout);
+  if (gemm_half_staged(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout) &&
+      !half_staging_enabled()) {
+    config_fail("these stages fit only beside half an FP32 staging buffer (" + std::to_string(c.stages - 1) +
+                    " fit beside a whole one), and half staging has not yet run on a GPU: set " +
+                    std::string(kHalfStagingVariable) + "=1 to run it, for measuring it",
+                c);
+  }
 }
 
 void check_fp8_1d2d_config(const KernelConfig& c, kernels::GroupedKind layout) {

@@ -18,7 +18,7 @@ struct ShapeHint {
 };
 
 // Shared memory an SM90 CTA may use (the H100/H200 opt-in limit, 227 KiB).
-inline constexpr int kMaxSmemBytes = 232448;
+inline constexpr int kMaxSmemBytes = kernels::sm90::kSm90MaxSmemBytes;
 
 // allow_cluster: whether the layout can run 2-CTA clusters (not row-to-group, whose passes differ per CTA).
 // layout: decides whether 256-row tiles are candidates (gemm_tall_tile_supported) and whether D leaves through TMA
@@ -118,6 +118,15 @@ void check_bf16_config(const KernelConfig& config, kernels::sm90::GemmRecipe rec
 // kernels::sm90::gemm_tma_store).
 int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind layout, bool sfa_shifted = false);
 
+// Whether a configuration stages its FP32 D half a tile at a time (kernels::sm90::GemmSmemLayout::half_staging:
+// more stages than fit beside a whole staging buffer, on a tile that allows it).
+bool gemm_half_staged(const KernelConfig& config, int recipe, kernels::GroupedKind layout);
+
+// Half staging has not yet run on a GPU: check_fp8_1d1d_config refuses such a configuration unless this variable
+// is "1" (the device tests and measurements of it set it). To be removed once its device tests have passed.
+inline constexpr const char* kHalfStagingVariable = "MOEGEMM_EXPERIMENTAL_HALF_STAGING";
+bool half_staging_enabled();
+
 // The configuration as a call at `segment_alignment` runs it: unchanged, but for FP8 packed group ends
 // (kernels::sm90::gemm_sfa_shifted: segment alignment 1 or 2), whose A's scales take 16 more bytes a stage. Those get
 // their shared memory recomputed so; a planned one (`forced` false) drops stages until it fits, a forced one that no
@@ -125,7 +134,9 @@ int gemm_smem_bytes(const KernelConfig& config, int recipe, kernels::GroupedKind
 KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, int segment_alignment,
                                  bool forced);
 
-// The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying).
+// The deepest pipeline that fits in shared memory for a tile shape (capped: more stages stop paying), beside a whole
+// staging buffer: a configuration with more stages on a tile that can stage half of D (kernels::sm90::
+// gemm_half_staging_supported) is an override, not a plan.
 int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind layout, int k_splits = 1);
 
 // Waves of tiles a configuration runs on num_sms SMs (a cluster of two takes pair tiles), as the model counts them.

@@ -7,10 +7,11 @@
 #include <utility>
 
 #include "common/gpu_support.hpp"
-#include "test_validate_common.hpp"
 #include "moegemm/moegemm.hpp"
 #include "plan/gemm_plan.hpp"
 #include "sm90/gemm_params.cuh"
+#include "test_jit_support.hpp"
+#include "test_validate_common.hpp"
 
 namespace moegemm {
 namespace {
@@ -637,6 +638,46 @@ TEST(Fp8Plan, OverridesAreChecked) {
   EXPECT_INVALID(
       plan::check_bf16_config(bf16_three, kernels::sm90::GemmRecipe::kBf16Fp32, 0, kernels::GroupedKind::kMasked),
       "192-row tiles");
+}
+
+// One stage more than fits beside a whole FP32 staging buffer (half staging, GemmSmemLayout::half_staging) is an
+// override that has not yet run on a GPU: refused, naming the switch, unless the switch is set; the planner never
+// asks for it, and configurations that do not need it are unaffected by the switch.
+TEST(Fp8Plan, HalfStagingOnlyBehindItsSwitch) {
+  const auto kgrouped = kernels::GroupedKind::kKGrouped;
+  const auto dense = kernels::GroupedKind::kDense;
+  const int recipe = static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d);
+  EXPECT_EQ(plan::gemm_max_stages(192, 128, recipe, kgrouped), 3);
+  EXPECT_EQ(plan::gemm_max_stages(128, 128, recipe, dense), 4);
+  const KernelConfig h4 = testing::tile_config(192, 128, 128, 4), h5 = testing::tile_config(128, 128, 128, 5);
+  const KernelConfig whole = testing::tile_config(192, 128, 128, 3);
+  EXPECT_TRUE(plan::gemm_half_staged(h4, recipe, kgrouped));
+  EXPECT_TRUE(plan::gemm_half_staged(h5, recipe, dense));
+  EXPECT_FALSE(plan::gemm_half_staged(whole, recipe, kgrouped));
+  {
+    test::ScopedEnv off(plan::kHalfStagingVariable, std::nullopt);
+    EXPECT_INVALID(plan::check_fp8_1d1d_config(h4, kgrouped), plan::kHalfStagingVariable);
+    EXPECT_INVALID(plan::check_fp8_1d1d_config(h5, dense), "half an FP32 staging buffer");
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(whole, kgrouped));
+  }
+  {
+    test::ScopedEnv on(plan::kHalfStagingVariable, std::string("1"));
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(h4, kgrouped));
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(h5, dense));
+    EXPECT_NO_THROW(plan::check_fp8_1d1d_config(whole, kgrouped));
+    // Still refused where even half a buffer leaves too little room, or where the tile cannot stage half.
+    EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 128, 128, 5), kgrouped), "more shared memory");
+    EXPECT_INVALID(plan::check_fp8_1d1d_config(testing::tile_config(192, 96, 128, 5), kgrouped), "more shared memory");
+  }
+  // Every planned weight-gradient configuration stages a whole buffer.
+  for (const long long m : {256LL, 2048LL, 4096LL, 7168LL}) {
+    for (const int n : {512, 2048, 4096, 7168}) {
+      for (const int groups : {1, 4, 16}) {
+        const KernelConfig planned = plan::choose_fp8_1d1d_config(plan::ShapeHint{m, n, 4096, groups}, 132);
+        EXPECT_FALSE(plan::gemm_half_staged(planned, recipe, groups > 1 ? kgrouped : dense)) << planned.to_string();
+      }
+    }
+  }
 }
 
 TEST(Fp8EntryPoint, ValidArgumentsWithoutADeviceFailWithNoDevice) {

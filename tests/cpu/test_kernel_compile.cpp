@@ -11,6 +11,7 @@
 #include "plan/gemm_plan.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "sm90/gemm_params.cuh"
+#include "test_jit_support.hpp"
 
 namespace moegemm {
 namespace {
@@ -40,6 +41,7 @@ struct Case {
   int k_splits = 1;
   int segment_alignment = kernels::kGroupEndsAlignment;  // group ends only
   long long k = 0;  // the problem's K for a kernel specialised on it (launch::gemm_fixed_k_blocks); 0: any K
+  int stages = 0;   // 0: as many as fit beside a whole staging buffer (the planner's count)
 };
 
 // A case's configuration with as many stages as fit, checked as the planner checks its own.
@@ -49,13 +51,15 @@ KernelConfig case_config(const Case& c) {
   cfg.block_n = c.block_n;
   cfg.math_warpgroups = math_warpgroups_for(c.block_m);
   cfg.k_splits = c.k_splits;
-  cfg.stages = plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout, c.k_splits);
+  cfg.stages = c.stages > 0 ? c.stages : plan::gemm_max_stages(c.block_m, c.block_n, c.recipe, c.layout, c.k_splits);
   cfg.cluster_m = c.cluster_m;
   cfg.cluster_n = c.cluster_n;
   cfg.block_k = kernels::sm90::stage_k(c.recipe);
   if (c.recipe == 0) {
     plan::check_fp8_1d2d_config(cfg, c.layout);
   } else if (c.recipe == 1) {
+    // Half staging is checked as for a call with its switch set (plan::kHalfStagingVariable).
+    test::ScopedEnv half_staging(plan::kHalfStagingVariable, std::string("1"));
     plan::check_fp8_1d1d_config(cfg, c.layout);
   } else {
     plan::check_bf16_config(cfg, static_cast<kernels::sm90::GemmRecipe>(c.recipe), c.mn_major, c.layout);
@@ -126,6 +130,11 @@ INSTANTIATE_TEST_SUITE_P(
         // the per-expert descriptors, and dense.
         Case{192, 128, kernels::GroupedKind::kKGrouped, 1, 1, 0, 2}, Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1, 0, 2},
         Case{192, 128, kernels::GroupedKind::kDense, 1, 1, 0, 2}, Case{128, 128, kernels::GroupedKind::kDense, 1, 1, 0, 2},
+        // Recipe (1,1,128) with one stage more than fits beside a whole FP32 staging buffer (half staging): the
+        // k-grouped 192x128 tile with 4, 128x128 with 5.
+        Case{192, 128, kernels::GroupedKind::kKGrouped, 1, 1, 0, 1, 1, kernels::kGroupEndsAlignment, 0, 4},
+        Case{128, 128, kernels::GroupedKind::kDense, 1, 1, 0, 1, 1, kernels::kGroupEndsAlignment, 0, 5},
+        Case{128, 128, kernels::GroupedKind::kKGrouped, 1, 1, 0, 1, 1, kernels::kGroupEndsAlignment, 0, 5},
         // BF16: dense, masked and row-to-group.
         Case{128, 192, kernels::GroupedKind::kDense, 1, 2}, Case{128, 128, kernels::GroupedKind::kMasked, 1, 2},
         Case{64, 64, kernels::GroupedKind::kContiguousRowToGroup, 1, 2},
@@ -202,7 +211,8 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.segment_alignment != kernels::kGroupEndsAlignment
                   ? "_sa" + std::to_string(info.param.segment_alignment)
                   : std::string()) +
-             (info.param.k > 0 ? "_k" + std::to_string(info.param.k) : std::string());
+             (info.param.k > 0 ? "_k" + std::to_string(info.param.k) : std::string()) +
+             (info.param.stages > 0 ? "_st" + std::to_string(info.param.stages) : std::string());
     });
 
 // BF16 dense and masked tiles of 6 or more stages keep one K block's WGMMAs in flight (wgmma.wait_group 1 in the K

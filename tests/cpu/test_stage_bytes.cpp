@@ -153,6 +153,62 @@ TEST(StageBytes, Fp32TmaStagingIsAlignedOneToOneAndSpreadOverAllBanks) {
   }
 }
 
+// Half staging (GemmSmemLayout::half_staging): only recipe (1,1,128) tiles of one wave per warpgroup (not 256 rows),
+// whole 64-column halves, only where the stages asked for do not fit beside a whole FP32 buffer, and then they fit
+// beside half of one; everything else lays out as before. The planner's stage count never needs it.
+TEST(StageBytes, HalfStagingOnlyWhereAWholeBufferDoesNotFit) {
+  using kernels::sm90::gemm_smem_layout;
+  using kernels::sm90::gemm_smem_layout_with;
+  using kernels::sm90::kSm90MaxSmemBytes;
+  constexpr int kKGrouped = static_cast<int>(kernels::GroupedKind::kKGrouped);
+  int half_staged = 0;
+  for (int recipe : {0, 1, 2, 3, 4}) {
+    for (int kind : {0, kKGrouped}) {
+      for (int block_m : {64, 128, 192, 256}) {
+        for (int block_n = 16; block_n <= 192; block_n += 16) {
+          const bool tma_store = kernels::sm90::gemm_tma_store(recipe, kind, block_n);
+          for (int stages = 2; stages <= 8; ++stages) {
+            const auto whole =
+                gemm_smem_layout_with(block_m, block_n, stages, recipe, tma_store, 1, false, false, false);
+            const auto l = gemm_smem_layout(block_m, block_n, stages, recipe, tma_store);
+            const bool allowed = recipe == 1 && tma_store && block_n % 64 == 0 && block_m != 256;
+            EXPECT_EQ(kernels::sm90::gemm_half_staging_supported(recipe, block_m, block_n, 1, tma_store), allowed);
+            if (!l.half_staging) {
+              EXPECT_TRUE(whole.launch_bytes <= kSm90MaxSmemBytes || !allowed);
+              EXPECT_EQ(l.launch_bytes, whole.launch_bytes);
+              EXPECT_EQ(l.d_bytes_per_wg, whole.d_bytes_per_wg);
+              continue;
+            }
+            ++half_staged;
+            ASSERT_TRUE(allowed) << block_m << "x" << block_n << " recipe " << recipe;
+            EXPECT_GT(whole.launch_bytes, kSm90MaxSmemBytes);
+            EXPECT_EQ(l.d_bytes_per_wg * 2, whole.d_bytes_per_wg);
+            EXPECT_EQ(l.d_bytes_per_wg, 64 * block_n * 2);  // 64 rows of block_n / 2 FP32 columns
+            EXPECT_EQ(l.d_offset % 1024, 0);
+            EXPECT_EQ(l.d_offset, whole.d_offset);  // the stages are laid out as before
+            EXPECT_LE(l.d_offset + kernels::sm90::gemm_math_warpgroups(block_m) * l.d_bytes_per_wg, l.barrier_offset);
+            EXPECT_EQ(l.bytes, l.barrier_offset + 2 * stages * 8 + kernels::sm90::gemm_math_warpgroups(block_m) * 8);
+            EXPECT_EQ(l.launch_bytes - whole.launch_bytes, l.bytes - whole.bytes);
+            if (l.launch_bytes > kSm90MaxSmemBytes) continue;  // too many stages either way: refused by the checks
+            // One stage fewer fits beside a whole buffer: the override asks for one more than the planner could.
+            EXPECT_LE(gemm_smem_layout(block_m, block_n, stages - 1, recipe, tma_store).launch_bytes,
+                      kSm90MaxSmemBytes);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(half_staged, 0);
+  // The measured candidates: the k-grouped 192x128 tile with 4 stages (3 fit beside a whole buffer), 128x128 with 5.
+  EXPECT_TRUE(gemm_smem_layout(192, 128, 4, 1, true).half_staging);
+  EXPECT_LE(gemm_smem_layout(192, 128, 4, 1, true).launch_bytes, kSm90MaxSmemBytes);
+  EXPECT_FALSE(gemm_smem_layout(192, 128, 3, 1, true).half_staging);
+  EXPECT_TRUE(gemm_smem_layout(128, 128, 5, 1, true).half_staging);
+  EXPECT_LE(gemm_smem_layout(128, 128, 5, 1, true).launch_bytes, kSm90MaxSmemBytes);
+  EXPECT_FALSE(gemm_smem_layout(192, 96, 4, 1, true).half_staging);  // 96 columns: no whole 64-column halves
+  EXPECT_FALSE(gemm_smem_layout(192, 128, 4, 1, true, 2).half_staging);  // a K split
+}
+
 TEST(StageBytes, MaskedMnMajorAndClustersKeepTheTileHeight) {
   EXPECT_EQ(a_box_rows(1, 64, false, 1), 64);  // masked slabs, MN-major A, k-grouped: not a K-major 2-D A
   EXPECT_EQ(a_box_rows(1, 128, true, 2), 128);

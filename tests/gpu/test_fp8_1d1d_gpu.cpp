@@ -10,9 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "../cpu/test_jit_support.hpp"
 #include "common/gpu_support.hpp"
 #include "moegemm/moegemm.hpp"
 #include "moegemm/reference.hpp"
+#include "plan/gemm_plan.hpp"
 
 namespace moegemm {
 namespace {
@@ -106,6 +108,27 @@ TEST(Fp8WgradStagedGpu, PairsSharingAMatchOracleForEveryFormOfC) {
     for (CMode mode : {CMode::kDistinct, CMode::kAliasesD, CMode::kNone}) {
       run_case(400, 320, 2048, mode, &cfg);
       run_case(129, 104, 512, mode, &cfg);
+    }
+  }
+}
+
+// One stage more than fits beside a whole FP32 staging buffer (half staging, behind its switch): each tile stored
+// in two passes of 64 columns, each loading its own C. N ending in the last tile's first half (320 = 2 x 128 + 64),
+// inside its second half (200) and in the only tile's second half (104); M ending inside a tile; K on both sides of
+// kFp32ReduceMinK (in place: loads of C below it, reduce-adds from it on). 128x128 with 5 stages is the dense
+// candidate; 192x128 with 4 the k-grouped one, run dense too.
+TEST(Fp8WgradStagedGpu, HalfStagingMatchesOracleForEveryFormOfC) {
+  MOEGEMM_REQUIRE_GPU();
+  test::ScopedEnv half_staging(plan::kHalfStagingVariable, std::string("1"));
+  for (const auto& [block_m, stages] : {std::pair{128, 5}, std::pair{192, 4}}) {
+    const KernelConfig cfg = testing::tile_config(block_m, 128, 128, stages);
+    ASSERT_TRUE(plan::gemm_half_staged(cfg, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d),
+                                       kernels::GroupedKind::kDense));
+    SCOPED_TRACE(std::to_string(block_m) + "x128x" + std::to_string(stages) + ", half staging");
+    for (CMode mode : {CMode::kDistinct, CMode::kAliasesD, CMode::kNone}) {
+      run_case(400, 320, 2048, mode, &cfg);
+      run_case(129, 200, 512, mode, &cfg);
+      run_case(136, 104, 1024, mode, &cfg);
     }
   }
 }

@@ -24,13 +24,16 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "../cpu/test_jit_support.hpp"
 #include "common/gpu_support.hpp"
 #include "moegemm/moegemm.hpp"
 #include "moegemm/reference.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/launch.hpp"
+#include "plan/gemm_plan.hpp"
 
 namespace moegemm {
 namespace {
@@ -245,6 +248,23 @@ TEST(Fp8KGroupedGpu, PairsSharingAMatchOracle) {
     KernelConfig config = testing::tile_config(block_m, 128, 128, 3);
     config.cluster_n = 2;
     SCOPED_TRACE(std::to_string(block_m) + "x128, cluster 1x2");
+    expect_shapes_match_oracle(
+        {{400, 320, {1024, 384, 0, 2048}}, {136, 200, {128, 512, 256}}, {136, 104, {0, 256, 128}}}, &config);
+  }
+}
+
+// One stage more than fits beside a whole FP32 staging buffer (half staging, behind its switch): the epilogue stores
+// each tile in two passes of 64 columns, each loading its own C. N ending in the last tile's first half (320 = 2 x 128
+// + 64: the second pass lies wholly outside D), inside its second half (200 = 128 + 72) and in the only tile's second
+// half (104); M ending inside a tile; experts on both sides of kFp32ReduceMinK and empty ones.
+TEST(Fp8KGroupedGpu, HalfStagingMatchesOracle) {
+  MOEGEMM_REQUIRE_GPU();
+  test::ScopedEnv half_staging(plan::kHalfStagingVariable, std::string("1"));
+  for (const auto& [block_m, stages] : {std::pair{192, 4}, std::pair{128, 5}}) {
+    const KernelConfig config = testing::tile_config(block_m, 128, 128, stages);
+    ASSERT_TRUE(plan::gemm_half_staged(config, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d),
+                                       kernels::GroupedKind::kKGrouped));
+    SCOPED_TRACE(std::to_string(block_m) + "x128x" + std::to_string(stages) + ", half staging");
     expect_shapes_match_oracle(
         {{400, 320, {1024, 384, 0, 2048}}, {136, 200, {128, 512, 256}}, {136, 104, {0, 256, 128}}}, &config);
   }
