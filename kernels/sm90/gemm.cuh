@@ -123,7 +123,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
   constexpr GemmSmemLayout kSmem =
       gemm_smem_layout(kBlockM, kBlockN, kStages, kRecipe, kTmaStore, kSplitK, kSfaShifted, kTileRing);
   // Half staging (gemm_half_staging_supported): the FP32 epilogue stores the tile in two passes of kStagedCols
-  // columns through this warpgroup's buffer, each loading its own C; no C prefetch, no spread reduce-adds.
+  // columns through this warpgroup's buffer (the first pass's C prefetched, the second's loaded between the passes);
+  // no spread reduce-adds.
   constexpr bool kHalfStaging = kSmem.half_staging;
   constexpr int kStagedCols = kHalfStaging ? kBlockN / 2 : kBlockN;
   constexpr bool kSpreadFp32Reduce = kFp32Tma && !kHalfStaging && gemm_spread_fp32_reduce(kRecipe, kKind, kBlockM);
@@ -555,8 +556,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           kSpreadFp32Reduce
               ? warp_uniform(tile_k_blocks(w) > kSpreadPeel ? kSpreadPeel : 0)
               : 0;
-      const bool c_issuer = kCPrefetch && !kHalfStaging && (!kFp32Out || (params.add_c && !reduce_into_d)) &&
-                            split_rank == 0 && warp_uniform(static_cast<int>(warp_in_wg)) == 0;
+      const bool c_issuer = kCPrefetch && (!kFp32Out || (params.add_c && !reduce_into_d)) && split_rank == 0 &&
+                            warp_uniform(static_cast<int>(warp_in_wg)) == 0;
       const int c_n0 = warp_uniform(w.n_begin), c_r0 = warp_uniform(box_row(w));
       const int c_g0 = kKGrouped ? warp_uniform(w.group) : 0;
       // kSkipEmptyWaves: whether this warpgroup's second wave has rows of the tile (the same for every pass).
@@ -568,8 +569,8 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
       auto issue_c_prefetch = [&]() {
         if (c_issuer) {
           if (elect_one()) {
-            load_c_into_staging<kBlockN, kStagingWaves, kWaveRows, kFp32Out ? 4 : 2, kKGrouped>(params, c_bar_addr,
-                                                                                      d_stage_addr, c_n0, c_r0, c_g0);
+            load_c_into_staging<kStagedCols, kStagingWaves, kWaveRows, kFp32Out ? 4 : 2, kKGrouped>(
+                params, c_bar_addr, d_stage_addr, c_n0, c_r0, c_g0);
           }
           __syncwarp();
         }
@@ -902,20 +903,21 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
           const bool load_c = params.add_c && !reduce_into_d;
           // Ping-pong: wave 1 follows wave 0 through the one buffer, once the copy engine has read wave 0 out of it
           // (with C, wave 1's C is loaded into it then: the other warpgroup's WGMMAs run meanwhile). Half staging:
-          // pass v stores columns v * kStagedCols on, each pass's C loaded once the buffer is free.
+          // pass 1 stores the columns from kStagedCols on the same way (pass 0's C was prefetched as a whole tile's
+          // is; pass 1's is loaded once pass 0 has left the buffer).
           // (The exit at the loop's end rather than a counted loop or a lambda per wave: those changed the code of
           // the kernels that store one wave.)
           for (int v = 0;; ++v) {
             // This pass's first column (half staging) and first row (ping-pong's wave 1) past the tile's.
             const int pass_col = kHalfStaging ? v * kStagedCols : 0;
             const int pass_row = kHalfStaging ? 0 : v * 64;
-            if (!kHalfStaging && v == 0 && load_c) {
+            if (v == 0 && load_c) {
               mbarrier_wait(c_bar_addr, c_phase);
               c_phase ^= 1u;
             } else {
               if constexpr (kSpreadFp32Reduce) spread_flush();  // the buffer's previous boxes, before the wait
               if (store_warp) {
-                if ((kHalfStaging || v != 0) && load_c) {  // this pass's C, once the buffer's last stores read it
+                if (v != 0 && load_c) {  // the second pass's C, loaded once the first has left the buffer
                   const int n0 = warp_uniform(w.n_begin) + pass_col, r0 = warp_uniform(box_row(w)) + pass_row;
                   const int g0 = warp_uniform(w.group);
                   if (elect_one()) {
@@ -927,7 +929,7 @@ __global__ void __launch_bounds__((gemm_math_warpgroups(kBlockM) + 1) * 128, 1) 
                 }
                 __syncwarp();
               }
-              if ((kHalfStaging || v != 0) && load_c) {
+              if (v != 0 && load_c) {
                 mbarrier_wait(c_bar_addr, c_phase);
                 c_phase ^= 1u;
               } else {

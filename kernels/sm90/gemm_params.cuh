@@ -496,9 +496,9 @@ MOEGEMM_HD constexpr bool gemm_tile_ring(int kind) {
 // one 64-row wave per warpgroup (64-, 128- and 192-row tiles), whole 64-column halves, no K split. With a whole
 // buffer a 192x128 tile holds 3 stages beside its 96 KiB of staging; the k-grouped rows ran at 712-989 TFLOPS on the
 // H200 with L2 at half its throughput (docs/results/2026-12-07-wgrad-pairs.md), which fits two 40 KiB stages in
-// flight at about 2 us each. Half a buffer makes room for a fourth. The epilogue then stores the tile in two passes of half its
-// columns, each pass's C (where loaded) brought in once the buffer is free: no C prefetch in the mainloop, and no
-// spread reduce-adds (gemm_spread_fp32_reduce).
+// flight at about 2 us each. Half a buffer makes room for a fourth. The epilogue then stores the tile in two
+// passes of half its columns: the first pass's C (where loaded) prefetched during the mainloop as a whole tile's is,
+// the second's loaded once the first pass has left the buffer; no spread reduce-adds (gemm_spread_fp32_reduce).
 MOEGEMM_HD constexpr bool gemm_half_staging_supported(int recipe, int block_m, int block_n, int k_splits,
                                                       bool tma_store) {
   return recipe == static_cast<int>(GemmRecipe::kFp8_1d1d) && tma_store && block_n % 64 == 0 && k_splits == 1 &&
