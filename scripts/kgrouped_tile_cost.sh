@@ -8,7 +8,8 @@
 # Usage: scripts/kgrouped_tile_cost.sh [--rounds N] [--out DIR] [--groups G] [--m M] [--n N] [--ks "K1 K2 ..."]
 #                                      NAME=SPEC [NAME=SPEC ...] [-- BENCH_ARGS]
 #   NAME=SPEC as for scripts/ab_kernels.sh; give each variant its tile ("#--config 192x128x3"): the plan may change
-#   with K. Defaults: 2 rounds, G 16, M 4096, N 7168, Ks "512 1024 2048 4096". BENCH_ARGS are added to every call
+#   with K. Defaults: 2 rounds, G 16, M 4096, N 7168, Ks "1536 2048 3072 4096" (every expert then at least 1024 deep,
+#   so that the in-place form reduces into D throughout: kFp32ReduceMinK). BENCH_ARGS are added to every call
 #   (default --kernel-time --interleave --iters 20 --warmup 2).
 # Example: scripts/kgrouped_tile_cost.sh 'w3=built-in#--config 192x128x3' 'h4=built-in#--config 192x128x4'
 #   (h4 needs MOEGEMM_EXPERIMENTAL_HALF_STAGING=1 in the environment while half staging is behind its switch)
@@ -21,7 +22,7 @@ OUT=""
 GROUPS_=16
 M=4096
 N=7168
-KS="512 1024 2048 4096"
+KS="1536 2048 3072 4096"
 VARIANTS=()
 usage() { sed -n 2,17p "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do

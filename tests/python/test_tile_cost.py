@@ -68,7 +68,10 @@ def test_the_forced_configuration_names_the_tile_and_one_k_is_not_enough(tmp_pat
     assert "needs two Ks or more" in tile_cost.table([(name, points)])[1]
 
 
-def test_a_row_without_a_tile_is_refused(tmp_path):
+def test_a_row_without_a_tile_is_refused_unless_one_is_given(tmp_path):
     bare = write(tmp_path, "bare", [kgrouped_row(4, 256, 256, 1024, 10.0, 64, 64, plan=False)])
     with pytest.raises(SystemExit, match="names no tile"):
         tile_cost.load(f"x={bare}")
+    _, points = tile_cost.load(f"x={bare}", "64x32")
+    assert points[0][4] == (64, 32)
+    assert tile_cost.main(["--tile", "64x32", f"x={bare}"]) == 0

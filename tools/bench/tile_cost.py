@@ -17,7 +17,8 @@ The tile shape comes from each JSON file: the forced configuration (--config) or
 --print-config writes it). Kernel time is used where a row has it (--kernel-time), event time otherwise. Rows with
 C distinct and in place are fitted apart.
 
-Usage: tile_cost.py NAME=FILE[,FILE...] [NAME=FILE[,FILE...] ...]
+Usage: tile_cost.py [--tile BMxBN] NAME=FILE[,FILE...] [NAME=FILE[,FILE...] ...]
+  --tile: the tile of runs whose JSON names none (recorded without --config or --print-config)
 """
 
 import json
@@ -28,15 +29,16 @@ import sys
 _TILE = re.compile(r"(\d+)x(\d+)")
 
 
-def tile_of(run, row):
-    """(block_m, block_n) of the kernel a row ran: the run's forced configuration, else the row's plan."""
-    for text in (run.get("config_override"), row.get("plan")):
+def tile_of(run, row, fallback=None):
+    """(block_m, block_n) of the kernel a row ran: the run's forced configuration, else the row's plan, else
+    `fallback` (--tile)."""
+    for text in (run.get("config_override"), row.get("plan"), fallback):
         if text:
             match = _TILE.search(text)
             if match:
                 return int(match.group(1)), int(match.group(2))
     raise SystemExit(
-        f"tile_cost: row '{row.get('label')}' names no tile: run with --config, or with --print-config for the plan")
+        f"tile_cost: row '{row.get('label')}' names no tile: run with --config or --print-config, or give --tile")
 
 
 def row_time_us(row):
@@ -44,14 +46,14 @@ def row_time_us(row):
     return result.get("kernel_median_us") or result.get("median_us")
 
 
-def points_of(run):
+def points_of(run, fallback=None):
     """One (form, x, y, time, tile, SMs) per timed k-grouped row: x = tiles per SM, y = K blocks per SM."""
     sms = run.get("max_sms") or run["device"]["sm_count"]
     points = []
     for row in run["results"]:
         if row.get("suite") != "kgrouped" or row.get("failed") or not row_time_us(row):
             continue
-        block_m, block_n = tile_of(run, row)
+        block_m, block_n = tile_of(run, row, fallback)
         m, n, groups = row["m"], row["n"], row["groups"]
         sum_k = row["flops"] / (2.0 * m * n)  # the row's sum of K_g
         per_expert = math.ceil(m / block_m) * math.ceil(n / block_n)
@@ -81,14 +83,14 @@ def fit(points):
     return a, b, r2
 
 
-def load(spec):
+def load(spec, fallback=None):
     name, _, files = spec.partition("=")
     if not name or not files:
         raise SystemExit(f"tile_cost: '{spec}' is not NAME=FILE[,FILE...]")
     points = []
     for path in files.split(","):
         with open(path) as f:
-            points.extend(points_of(json.load(f)))
+            points.extend(points_of(json.load(f), fallback))
     return name, points
 
 
@@ -119,10 +121,15 @@ def table(variants):
 
 
 def main(argv):
+    fallback = None
+    if len(argv) >= 2 and argv[0] == "--tile":
+        fallback, argv = argv[1], argv[2:]
+        if not _TILE.fullmatch(fallback):
+            raise SystemExit(f"tile_cost: --tile wants BMxBN, got '{fallback}'")
     if len(argv) < 1 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        print("\n".join(__doc__.strip().splitlines()[-2:]), file=sys.stderr)
         return 2
-    variants = [load(spec) for spec in argv]
+    variants = [load(spec, fallback) for spec in argv]
     for line in table(variants):
         print(line)
     print("(mainloop TFLOPS: one SM's tensor work per K block over b, times the SMs of the run)")
