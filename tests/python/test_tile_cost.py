@@ -64,8 +64,19 @@ def test_the_forced_configuration_names_the_tile_and_one_k_is_not_enough(tmp_pat
     us = model_us(16, 4096, 7168, sum_k, 6.0, 0.7, 128, 128)
     one = write(tmp_path, "one", [kgrouped_row(16, 4096, 7168, sum_k, us, 128, 128, plan=False)], "128x128x5 c1x1")
     name, points = tile_cost.load(f"h5={one}")
-    assert points[0][4] == (128, 128)
+    assert points[0][4] == (128, 128, 128)
     assert "needs two Ks or more" in tile_cost.table([(name, points)])[1]
+
+
+def test_bf16_k_grouped_rows_count_k_blocks_of_64(tmp_path):
+    sum_k = 8 * 4096
+    row = kgrouped_row(8, 4096, 7168, sum_k, 1000.0, 128, 128)
+    row["suite"], row["label"] = "bf16", "G=8 m=4096 n=7168 expK=4096"
+    dense = kgrouped_row(1, 4096, 7168, 4096, 100.0, 128, 128)
+    dense["suite"], dense["label"] = "bf16", "m=4096 n=7168 k=4096"  # not k-grouped: left out
+    _, points = tile_cost.load("bf16=" + write(tmp_path, "bf16", [row, dense]))
+    assert len(points) == 1 and points[0][4] == (128, 128, 64)
+    assert points[0][2] == pytest.approx(32 * 56 * (sum_k / 64) / SMS)
 
 
 def test_a_row_without_a_tile_is_refused_unless_one_is_given(tmp_path):
@@ -73,5 +84,5 @@ def test_a_row_without_a_tile_is_refused_unless_one_is_given(tmp_path):
     with pytest.raises(SystemExit, match="names no tile"):
         tile_cost.load(f"x={bare}")
     _, points = tile_cost.load(f"x={bare}", "64x32")
-    assert points[0][4] == (64, 32)
+    assert points[0][4] == (64, 32, 128)
     assert tile_cost.main(["--tile", "64x32", f"x={bare}"]) == 0

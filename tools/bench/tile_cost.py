@@ -3,14 +3,14 @@
 
 Each SM runs its share of the tiles one after another, so a run of G experts of M x N with sizes K_g takes about
 
-    T = tiles_per_expert * (G * a + (sum K_g / 128) * b) / SMs
+    T = tiles_per_expert * (G * a + (sum K_g / block_k) * b) / SMs
 
-where a is what a tile costs whatever its K (its start, its epilogue: C in, D out) and b what each 128-deep K
-block of it costs in the steady state of the mainloop. Runs of one kernel configuration at several expected K per
+where a is what a tile costs whatever its K (its start, its epilogue: C in, D out) and b what each K block of it
+(128 bytes of K: 128 FP8 values, 64 BF16 ones) costs in the steady state of the mainloop. Runs of one kernel configuration at several expected K per
 expert (the bench's custom k-grouped shape: --suite kgrouped --groups G --m M --n N --expected-m K) give points
-on that line, and a least-squares fit gives a and b. A per-tile cost that is large against b * K_g / 128 says the
-time goes outside the mainloop; b against the tile's tensor work (2 * block_m * block_n * 128 FLOP per K block)
-says how fast the mainloop runs. The model assumes whole waves (many tiles per SM) and tiles of equal cost within
+on that line, and a least-squares fit gives a and b. A per-tile cost that is large against b * K_g / block_k says
+the time goes outside the mainloop; b against the tile's tensor work (2 * block_m * block_n * block_k FLOP per K
+block) says how fast the mainloop runs. BF16 k-grouped rows (the bf16 suite's expK rows) are read too. The model assumes whole waves (many tiles per SM) and tiles of equal cost within
 an expert; a last partial tile row (M not a multiple of block_m) counts as a whole tile, as it runs as one.
 
 The tile shape comes from each JSON file: the forced configuration (--config) or else the planner's (the bench's
@@ -41,26 +41,37 @@ def tile_of(run, row, fallback=None):
         f"tile_cost: row '{row.get('label')}' names no tile: run with --config or --print-config, or give --tile")
 
 
+def is_k_grouped(row):
+    """FP8 k-grouped rows (suite kgrouped) and BF16 ones (suite bf16, labelled with the expected K)."""
+    return row.get("suite") == "kgrouped" or (row.get("suite") == "bf16" and "expK" in row.get("label", ""))
+
+
+def block_k_of(row):
+    """K per stage: 128 FP8 values, 64 BF16 ones (128 bytes either way)."""
+    return 64 if row.get("suite") == "bf16" else 128
+
+
 def row_time_us(row):
     result = row.get("moegemm") or {}
     return result.get("kernel_median_us") or result.get("median_us")
 
 
 def points_of(run, fallback=None):
-    """One (form, x, y, time, tile, SMs) per timed k-grouped row: x = tiles per SM, y = K blocks per SM."""
+    """One (form, x, y, time, (block_m, block_n, block_k), SMs) per timed k-grouped row: x = tiles per SM, y = K blocks
+    per SM."""
     sms = run.get("max_sms") or run["device"]["sm_count"]
     points = []
     for row in run["results"]:
-        if row.get("suite") != "kgrouped" or row.get("failed") or not row_time_us(row):
+        if not is_k_grouped(row) or row.get("failed") or not row_time_us(row):
             continue
         block_m, block_n = tile_of(run, row, fallback)
         m, n, groups = row["m"], row["n"], row["groups"]
         sum_k = row["flops"] / (2.0 * m * n)  # the row's sum of K_g
         per_expert = math.ceil(m / block_m) * math.ceil(n / block_n)
         x = per_expert * groups / sms
-        y = per_expert * (sum_k / 128.0) / sms
+        y = per_expert * (sum_k / block_k_of(row)) / sms
         form = "in place" if row.get("in_place") else "C distinct"
-        points.append((form, x, y, row_time_us(row), (block_m, block_n), sms))
+        points.append((form, x, y, row_time_us(row), (block_m, block_n, block_k_of(row)), sms))
     return points
 
 
@@ -107,14 +118,14 @@ def table(variants):
             if len(tiles) != 1:
                 raise SystemExit(f"tile_cost: variant '{name}' ran several tiles or SM counts ({sorted(tiles)}): "
                                  "give one each")
-            (block_m, block_n), sms = tiles.pop()
+            (block_m, block_n, block_k), sms = tiles.pop()
             result = fit([(x, y, t) for _, x, y, t, _, _ in mine])
             if result is None:
                 lines.append(f"{name:<14} {form:<11} {f'{block_m}x{block_n}':>8} {len(mine):>6}   (needs two Ks or more)")
                 continue
             a, b, r2 = result
             # One SM's tensor work per K block over b, on every SM: the steady mainloop's rate.
-            rate = 2.0 * block_m * block_n * 128 * sms / (b * 1e-6) / 1e12 if b > 0 else float("inf")
+            rate = 2.0 * block_m * block_n * block_k * sms / (b * 1e-6) / 1e12 if b > 0 else float("inf")
             lines.append(f"{name:<14} {form:<11} {f'{block_m}x{block_n}':>8} {len(mine):>6} {a:>11.2f} {b:>14.3f} "
                          f"{rate:>16.0f} {r2:>6.3f}")
     return lines
