@@ -559,7 +559,9 @@ void check_fp8_1d1d_config(const KernelConfig& c, kernels::GroupedKind layout) {
   check_common(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout);
   if (gemm_half_staged(c, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d), layout) &&
       !half_staging_enabled()) {
-    config_fail("these stages fit only beside half an FP32 staging buffer (" + std::to_string(c.stages - 1) +
+    const int whole = gemm_max_stages(c.block_m, c.block_n, static_cast<int>(kernels::sm90::GemmRecipe::kFp8_1d1d),
+                                      layout, c.k_splits);
+    config_fail("these stages fit only beside half an FP32 staging buffer (" + std::to_string(whole) +
                     " fit beside a whole one), and half staging has not yet run on a GPU: set " +
                     std::string(kHalfStagingVariable) + "=1 to run it, for measuring it",
                 c);

@@ -657,7 +657,7 @@ TEST(Fp8Plan, HalfStagingOnlyBehindItsSwitch) {
   {
     test::ScopedEnv off(plan::kHalfStagingVariable, std::nullopt);
     EXPECT_INVALID(plan::check_fp8_1d1d_config(h4, kgrouped), plan::kHalfStagingVariable);
-    EXPECT_INVALID(plan::check_fp8_1d1d_config(h5, dense), "half an FP32 staging buffer");
+    EXPECT_INVALID(plan::check_fp8_1d1d_config(h5, dense), "half an FP32 staging buffer", "(4 fit beside a whole one)");
     EXPECT_NO_THROW(plan::check_fp8_1d1d_config(whole, kgrouped));
   }
   {
