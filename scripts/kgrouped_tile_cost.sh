@@ -6,7 +6,8 @@
 # start, its epilogue); b against the tile's tensor work says how fast the mainloop runs.
 #
 # Usage: scripts/kgrouped_tile_cost.sh [--rounds N] [--out DIR] [--groups G] [--m M] [--n N] [--ks "K1 K2 ..."]
-#                                      NAME=SPEC [NAME=SPEC ...] [-- BENCH_ARGS]
+#                                      [--bf16] NAME=SPEC [NAME=SPEC ...] [-- BENCH_ARGS]
+#   --bf16: the BF16 k-grouped form (the bf16 suite's expK rows: A and B MN-major, FP32 D) instead of FP8 (1,1,128).
 #   NAME=SPEC as for scripts/ab_kernels.sh; give each variant its tile ("#--config 192x128x3"): the plan may change
 #   with K. Defaults: 2 rounds, G 16, M 4096, N 7168, Ks "1536 2048 3072 4096" (every expert then at least 1024 deep,
 #   so that the in-place form reduces into D throughout: kFp32ReduceMinK). BENCH_ARGS are added to every call
@@ -23,8 +24,12 @@ GROUPS_=16
 M=4096
 N=7168
 KS="1536 2048 3072 4096"
+# The suite whose k-grouped rows give the custom shape its form, and the rows that pick C distinct and in place.
+SUITE=kgrouped
+DISTINCT_ROWS=()
+IN_PLACE_ROWS=(--rows in-place)
 VARIANTS=()
-usage() { sed -n 2,17p "$0" >&2; exit 2; }
+usage() { sed -n 2,18p "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS="${2:-}"; shift 2 ;;
@@ -33,6 +38,7 @@ while [ $# -gt 0 ]; do
     --m) M="${2:-}"; shift 2 ;;
     --n) N="${2:-}"; shift 2 ;;
     --ks) KS="${2:-}"; shift 2 ;;
+    --bf16) SUITE=bf16; DISTINCT_ROWS=(--rows expK=8192); IN_PLACE_ROWS=(--rows "expK=8192 in-place"); shift ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *=*) VARIANTS+=("$1"); shift ;;
@@ -53,11 +59,11 @@ mkdir -p "$OUT"
 failed=0
 for k in $KS; do
   for form in distinct in-place; do
-    rows=()
-    [ "$form" = in-place ] && rows=(--rows in-place)
+    rows=("${DISTINCT_ROWS[@]}")
+    [ "$form" = in-place ] && rows=("${IN_PLACE_ROWS[@]}")
     dir="$OUT/k$k-$form"
     echo "== expected K $k, C $form"
-    bash "$ROOT/scripts/ab_kernels.sh" --rounds "$ROUNDS" --out "$dir" "${VARIANTS[@]}" -- --suite kgrouped \
+    bash "$ROOT/scripts/ab_kernels.sh" --rounds "$ROUNDS" --out "$dir" "${VARIANTS[@]}" -- --suite "$SUITE" \
       --groups "$GROUPS_" --m "$M" --n "$N" --expected-m "$k" "${rows[@]}" --print-config "${EXTRA[@]}"
     rc=$?
     [ $rc -eq 2 ] && exit 2
@@ -72,7 +78,7 @@ for v in "${VARIANTS[@]}"; do
   [ -n "$files" ] && specs+=("$name=$files")
 done
 [ ${#specs[@]} -gt 0 ] || { echo "kgrouped_tile_cost: no JSON (logs in $OUT)" >&2; exit 1; }
-echo "== per-tile and per-K-block cost (G $GROUPS_, M $M, N $N, expected K $KS)"
+echo "== per-tile and per-K-block cost ($SUITE, G $GROUPS_, M $M, N $N, expected K $KS)"
 python3 "$ROOT/tools/bench/tile_cost.py" "${specs[@]}" || failed=1
 echo "kgrouped_tile_cost: JSON and logs in $OUT"
 exit $failed
