@@ -59,11 +59,21 @@ int gemm_max_stages(int block_m, int block_n, int recipe, kernels::GroupedKind l
   return stages;
 }
 
-bool gemm_half_staged(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
+namespace {
+
+// The shared-memory layout the kernel for `recipe` and `layout` gives a configuration (D's staging differs where it
+// leaves through TMA, and may be half a buffer: kernels::sm90::gemm_smem_layout).
+kernels::sm90::GemmSmemLayout config_smem_layout(const KernelConfig& c, int recipe, kernels::GroupedKind layout,
+                                                 bool sfa_shifted) {
   const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
-  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, false,
-                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)))
-      .half_staging;
+  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, sfa_shifted,
+                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)));
+}
+
+}  // namespace
+
+bool gemm_half_staged(const KernelConfig& c, int recipe, kernels::GroupedKind layout) {
+  return config_smem_layout(c, recipe, layout, false).half_staging;
 }
 
 bool half_staging_enabled() {
@@ -72,10 +82,7 @@ bool half_staging_enabled() {
 }
 
 int gemm_smem_bytes(const KernelConfig& c, int recipe, kernels::GroupedKind layout, bool sfa_shifted) {
-  const bool tma_store = kernels::sm90::gemm_tma_store(recipe, static_cast<int>(layout), c.block_n);
-  return kernels::sm90::gemm_smem_layout(c.block_m, c.block_n, c.stages, recipe, tma_store, c.k_splits, sfa_shifted,
-                                         kernels::sm90::gemm_tile_ring(static_cast<int>(layout)))
-      .launch_bytes;
+  return config_smem_layout(c, recipe, layout, sfa_shifted).launch_bytes;
 }
 
 KernelConfig with_shifted_scales(KernelConfig config, int recipe, kernels::GroupedKind layout, int segment_alignment,

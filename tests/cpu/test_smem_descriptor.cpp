@@ -49,7 +49,7 @@ TEST(SmemDescriptor, EveryKernelLayoutFitsBelowTheAddressLimit) {
         if (!kernels::sm90::gemm_block_n_supported(recipe, block_n)) continue;
         for (int stages = 2; stages <= 16; ++stages) {
           const auto layout = kernels::sm90::gemm_smem_layout(block_m, block_n, stages, recipe);
-          if (layout.launch_bytes > 232448) break;  // more stages than fit: never launched
+          if (layout.launch_bytes > kernels::sm90::kSm90MaxSmemBytes) break;  // more stages than fit: never launched
           EXPECT_LT(static_cast<unsigned int>(layout.launch_bytes), kSmemAddressLimit);
         }
       }

@@ -65,13 +65,14 @@ def points_of(run, fallback=None):
         if not is_k_grouped(row) or row.get("failed") or not row_time_us(row):
             continue
         block_m, block_n = tile_of(run, row, fallback)
+        block_k = block_k_of(row)
         m, n, groups = row["m"], row["n"], row["groups"]
         sum_k = row["flops"] / (2.0 * m * n)  # the row's sum of K_g
         per_expert = math.ceil(m / block_m) * math.ceil(n / block_n)
         x = per_expert * groups / sms
-        y = per_expert * (sum_k / block_k_of(row)) / sms
+        y = per_expert * (sum_k / block_k) / sms
         form = "in place" if row.get("in_place") else "C distinct"
-        points.append((form, x, y, row_time_us(row), (block_m, block_n, block_k_of(row)), sms))
+        points.append((form, x, y, row_time_us(row), (block_m, block_n, block_k), sms))
     return points
 
 
